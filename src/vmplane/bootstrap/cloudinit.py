@@ -1,0 +1,269 @@
+"""Cloud-init user-data that every VM of a pool boots with, identical across clouds.
+
+The document installs Docker, creates the `nginx-on-zop-net` bridge network, runs NGINX on it
+(`nginx` bootstrap mode only) and writes the sentinel file last. The control plane polls for the
+sentinel through the exec channel (`SENTINEL_CHECK_COMMAND`) to move a VM from `bootstrap` to `ready`.
+
+The spec's `runtime` settings (env/files) are deliberately NOT rendered here: they are pushed later
+through the exec channel, so changing them never changes user-data and never requires replacing VMs.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from typing import Any
+
+import yaml
+
+from vmplane.spec.models import SENTINEL_PATH, BootstrapMode, EnvSpec
+
+USER_DATA_LIMIT_BYTES = 16384  # AWS limit on raw (pre-base64) user-data
+NETWORK_NAME = "nginx-on-zop-net"
+NGINX_CONTAINER_NAME = "zop-nginx"
+# Pinned tag (a digest cannot be resolved offline); bumping it changes user-data, hence the VMs.
+NGINX_IMAGE = "nginx:1.27.3-alpine"
+HEALTHZ_PATH = "/healthz"
+BOOTSTRAP_SCRIPT_PATH = "/usr/local/lib/vmplane/bootstrap.sh"
+BOOTSTRAP_LOG_PATH = "/var/log/vmplane-bootstrap.log"
+IDENTITY_PATH = "/etc/vmplane/identity.json"
+# A directory (not a single file) is mounted so operators can drop extra server blocks next to ours
+# and `nginx -s reload`; a single-file bind mount would also pin the old inode on replacement.
+NGINX_CONF_DIR = "/etc/vmplane/nginx/conf.d"
+NGINX_CONF_PATH = f"{NGINX_CONF_DIR}/default.conf"
+RETRY_ATTEMPTS = 6  # backoff 2+4+8+16+32 s: enough for NAT egress to come up after boot
+
+# Sent through the exec channel: exit 0 once the sentinel exists and is non-empty.
+SENTINEL_CHECK_COMMAND: str = f"test -s {shlex.quote(SENTINEL_PATH)}"
+
+NGINX_DEFAULT_CONF = f"""\
+# Written by vmplane cloud-init. Default server: answers the load balancer's health check,
+# 404 for everything else until workloads add their own server blocks.
+server {{
+    listen 80 default_server;
+    server_name _;
+
+    location = {HEALTHZ_PATH} {{
+        access_log off;
+        default_type text/plain;
+        return 200 "ok";
+    }}
+
+    location / {{
+        return 404;
+    }}
+}}
+"""
+
+# Values that tests (and operators debugging a VM) may override through the environment; the
+# defaults are the real paths. Mode, names and image are baked in at render time.
+_SCRIPT_TEMPLATE = """\
+#!/bin/bash
+# vmplane bootstrap (rendered for mode: @MODE@). Every step is idempotent: a re-run is harmless.
+# Runtime env/files are not here: they are pushed through the exec channel after bootstrap.
+set -euo pipefail
+# Let the ERR trap fire inside functions too, so every failure is logged with its line.
+set -o errtrace
+
+BOOTSTRAP_MODE=@MODE@
+NETWORK_NAME=@NETWORK@
+NGINX_IMAGE=@IMAGE@
+NGINX_CONTAINER=@CONTAINER@
+RETRY_ATTEMPTS=@ATTEMPTS@
+SENTINEL_PATH="${VMPLANE_SENTINEL_PATH:-@SENTINEL@}"
+LOG_PATH="${VMPLANE_LOG_PATH:-@LOG@}"
+NGINX_CONF_DIR="${VMPLANE_NGINX_CONF_DIR:-@CONF_DIR@}"
+
+mkdir -p "$(dirname "$LOG_PATH")"
+# Keep stdout too so the output also lands in cloud-init-output.log.
+exec > >(tee -a "$LOG_PATH") 2>&1
+
+log() { printf '%s vmplane-bootstrap: %s\\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*"; }
+trap 'log "FAILED at line $LINENO: $BASH_COMMAND (exit $?); sentinel not written"' ERR
+
+# Retry with exponential backoff: NAT egress may not be usable for a while after boot.
+retry() {
+  local attempt=1 delay=2
+  until "$@"; do
+    if (( attempt >= RETRY_ATTEMPTS )); then
+      log "giving up after $attempt attempts: $*"
+      return 1
+    fi
+    log "attempt $attempt failed: $*; retrying in ${delay}s"
+    sleep "$delay"
+    attempt=$((attempt + 1))
+    delay=$((delay * 2))
+  done
+}
+
+install_docker() {
+  # Any existing Docker is accepted: installing docker.io over docker-ce would conflict.
+  if command -v docker >/dev/null 2>&1; then
+    log "docker already installed"
+    return 0
+  fi
+  # Detect the package manager rather than trusting the image name (custom AMIs, aliases).
+  if command -v dnf >/dev/null 2>&1; then
+    log "installing docker with dnf"
+    retry dnf install -y docker
+  elif command -v apt-get >/dev/null 2>&1; then
+    log "installing docker.io with apt-get"
+    export DEBIAN_FRONTEND=noninteractive
+    # The lock timeout waits out unattended-upgrades, which often holds the lock at first boot.
+    retry apt-get -o DPkg::Lock::Timeout=300 update
+    retry apt-get -o DPkg::Lock::Timeout=300 install -y --no-install-recommends docker.io
+  else
+    log "no supported package manager (need dnf or apt-get)"
+    return 1
+  fi
+  hash -r
+}
+
+start_docker() {
+  systemctl enable --now docker
+  # The daemon socket can lag behind systemctl returning; the version lands in the log.
+  retry docker info --format '{{.ServerVersion}}'
+}
+
+create_network() {
+  if docker network inspect "$NETWORK_NAME" >/dev/null 2>&1; then
+    log "network $NETWORK_NAME already exists"
+  else
+    log "creating bridge network $NETWORK_NAME"
+    docker network create --driver bridge "$NETWORK_NAME"
+  fi
+}
+
+run_nginx() {
+  retry docker pull "$NGINX_IMAGE"
+  local current
+  if current="$(docker container inspect -f '{{.Config.Image}}' "$NGINX_CONTAINER" 2>/dev/null)"; then
+    if [[ "$current" == "$NGINX_IMAGE" ]]; then
+      log "container $NGINX_CONTAINER exists; making sure it runs"
+      docker start "$NGINX_CONTAINER" >/dev/null
+    else
+      log "replacing $NGINX_CONTAINER ($current -> $NGINX_IMAGE)"
+      docker rm -f "$NGINX_CONTAINER" >/dev/null
+      current=""
+    fi
+  fi
+  if [[ -z "${current:-}" ]]; then
+    log "starting $NGINX_CONTAINER"
+    docker run -d --name "$NGINX_CONTAINER" --network "$NETWORK_NAME" --restart unless-stopped \\
+      -p 80:80 --log-opt max-size=10m --log-opt max-file=3 \\
+      -v "$NGINX_CONF_DIR:/etc/nginx/conf.d:ro" "$NGINX_IMAGE" >/dev/null
+  fi
+  # Ready means serving: wait until the health endpoint answers inside the container.
+  retry docker exec "$NGINX_CONTAINER" wget -q -O /dev/null http://127.0.0.1@HEALTHZ@
+}
+
+write_sentinel() {
+  mkdir -p "$(dirname "$SENTINEL_PATH")"
+  local tmp
+  tmp="$(mktemp "$SENTINEL_PATH.XXXXXX")"
+  printf '{"completedAt": "%s", "mode": "%s"}\\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$BOOTSTRAP_MODE" >"$tmp"
+  chmod 0644 "$tmp"
+  # Atomic rename: a poller never sees a half-written sentinel.
+  mv -f "$tmp" "$SENTINEL_PATH"
+}
+
+log "bootstrap starting (mode $BOOTSTRAP_MODE)"
+install_docker
+start_docker
+create_network
+if [[ "$BOOTSTRAP_MODE" == nginx ]]; then
+  run_nginx
+else
+  log "bare mode: skipping nginx"
+fi
+write_sentinel
+log "bootstrap complete; sentinel at $SENTINEL_PATH"
+"""
+
+
+def render_bootstrap_script(mode: BootstrapMode) -> str:
+    """The bash script cloud-init writes to `BOOTSTRAP_SCRIPT_PATH` and runs once per instance."""
+    values = {
+        "@MODE@": shlex.quote(BootstrapMode(mode).value),
+        "@NETWORK@": shlex.quote(NETWORK_NAME),
+        "@IMAGE@": shlex.quote(NGINX_IMAGE),
+        "@CONTAINER@": shlex.quote(NGINX_CONTAINER_NAME),
+        "@ATTEMPTS@": str(RETRY_ATTEMPTS),
+        # These sit inside double quotes (for the ${VAR:-default} override), so must not need quoting.
+        "@SENTINEL@": _plain_path(SENTINEL_PATH),
+        "@LOG@": _plain_path(BOOTSTRAP_LOG_PATH),
+        "@CONF_DIR@": _plain_path(NGINX_CONF_DIR),
+        "@HEALTHZ@": _plain_path(HEALTHZ_PATH),
+    }
+    script = _SCRIPT_TEMPLATE
+    for marker, value in values.items():
+        script = script.replace(marker, value)
+    return script
+
+
+def render_user_data(spec: EnvSpec, pool_name: str) -> str:
+    """The `#cloud-config` document for every VM of `pool_name`; deterministic byte-for-byte."""
+    if pool_name not in spec.pools:
+        known = ", ".join(sorted(spec.pools))
+        raise ValueError(f"unknown pool {pool_name!r} in env {spec.name!r} (pools: {known})")
+    pool = spec.pools[pool_name]
+    mode = spec.bootstrap.mode
+
+    identity = {"arch": pool.arch.value, "env": spec.name, "pool": pool_name}
+    write_files: list[dict[str, Any]] = [
+        _file(IDENTITY_PATH, json.dumps(identity, indent=2, sort_keys=True) + "\n", "0644"),
+    ]
+    if mode == BootstrapMode.nginx:
+        write_files.append(_file(NGINX_CONF_PATH, NGINX_DEFAULT_CONF, "0644"))
+    write_files.append(_file(BOOTSTRAP_SCRIPT_PATH, render_bootstrap_script(mode), "0755"))
+
+    config: dict[str, Any] = {
+        # No SSH access at all: interactive access is only through the IAM-gated exec channel.
+        "ssh_pwauth": False,
+        "disable_root": True,
+        "write_files": write_files,
+        # Invoked through bash so a noexec mount or lost mode bit cannot break the bootstrap.
+        "runcmd": [["/bin/bash", BOOTSTRAP_SCRIPT_PATH]],
+    }
+    header = (
+        "#cloud-config\n"
+        f"# vmplane bootstrap: env {spec.name}, pool {pool_name}, mode {mode.value}.\n"
+        "# Runtime env/files are not in user-data: they are pushed through the exec channel,\n"
+        "# so changing them never requires replacing VMs.\n"
+    )
+    body = yaml.dump(config, Dumper=_Dumper, sort_keys=True, default_flow_style=False, width=1000)
+    user_data = header + body
+    check_user_data_size(user_data)
+    return user_data
+
+
+def check_user_data_size(user_data: str) -> None:
+    """Raise ValueError when the raw user-data exceeds the AWS limit (checked before base64)."""
+    size = len(user_data.encode("utf-8"))
+    if size > USER_DATA_LIMIT_BYTES:
+        raise ValueError(f"user-data is {size} bytes, over the {USER_DATA_LIMIT_BYTES}-byte limit")
+
+
+class _Literal(str):
+    """A string dumped as a YAML literal block so the embedded files stay readable in the console."""
+
+
+class _Dumper(yaml.SafeDumper):
+    """SafeDumper plus literal blocks; a subclass so the global SafeDumper is left untouched."""
+
+
+def _literal_representer(dumper: yaml.SafeDumper, data: _Literal) -> yaml.ScalarNode:
+    return dumper.represent_scalar("tag:yaml.org,2002:str", str(data), style="|")
+
+
+_Dumper.add_representer(_Literal, _literal_representer)
+
+
+def _file(path: str, content: str, permissions: str) -> dict[str, Any]:
+    return {"path": path, "content": _Literal(content), "owner": "root:root", "permissions": permissions}
+
+
+def _plain_path(value: str) -> str:
+    if shlex.quote(value) != value:
+        raise ValueError(f"{value!r} must not need shell quoting")
+    return value

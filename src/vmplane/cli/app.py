@@ -1,0 +1,490 @@
+"""The `vmplane` command: wiring and rendering only; decisions live in jobs/ and pipeline/.
+
+Stages follow one shape: load → plan → print → confirm unless --yes → run → summary.
+Exit codes: 0 ok, 1 the job failed (or the cloud/sandbox did), 2 usage or validation error.
+Heavy imports (boto3, dbos, sqlalchemy, moto) happen inside commands so `--help` and `validate` start fast.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, NoReturn
+
+import typer
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from vmplane.clouds.registry import Target
+    from vmplane.jobs.service import JobView
+    from vmplane.settings import Settings
+    from vmplane.spec.models import EnvSpec
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+app = typer.Typer(
+    name="vmplane",
+    help="Provision production-shape VM environments (private network, NAT, pools, exec channel) from one JSONC file.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+sandbox_app = typer.Typer(
+    help="The sandbox: an emulated AWS account (moto's server) on 127.0.0.1.", no_args_is_help=True
+)
+app.add_typer(sandbox_app, name="sandbox")
+
+FileOpt = Annotated[Path, typer.Option("--file", "-f", help="The environment file (vmplane.env.jsonc).")]
+SandboxOpt = Annotated[bool, typer.Option("--sandbox", help="Run against the embedded emulated AWS account.")]
+YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+OutputOpt = Annotated[str, typer.Option("--output", "-o", help="text or json (one JSON object on stdout).")]
+
+
+# ---- shared plumbing ------------------------------------------------------------------------------
+
+
+def _json(output: str) -> bool:
+    if output not in ("text", "json"):
+        _die(f"--output must be text or json, not {output!r}", EXIT_USAGE)
+    return output == "json"
+
+
+def _die(message: str, code: int) -> NoReturn:
+    from rich.console import Console
+
+    Console(stderr=True, highlight=False).print(f"[red]error:[/] {message}", soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def _settings() -> Settings:
+    from vmplane.settings import get_settings
+
+    return get_settings()
+
+
+def _load(path: Path) -> EnvSpec:
+    from vmplane.spec.load import SpecError, load_spec
+
+    try:
+        return load_spec(path)
+    except SpecError as err:
+        sys.stderr.write(err.format() + "\n")
+        n = len(err.issues)
+        sys.stderr.write(f"{n} error{'s' if n != 1 else ''} in {path}; nothing was created.\n")
+        raise typer.Exit(EXIT_USAGE) from None
+
+
+def _target(spec: EnvSpec, sandbox: bool, con: Console) -> Target:
+    from vmplane.clouds.registry import Target
+
+    if not sandbox:
+        return Target.for_spec(spec, None)
+    info = _ensure_sandbox(con)
+    return Target.for_spec(spec, info)
+
+
+def _ensure_sandbox(con: Console) -> str:
+    from vmplane.sandbox import control
+
+    settings = _settings()
+    try:
+        before = control.status(settings)
+        info = control.start(settings)
+    except control.SandboxError as err:
+        _die(str(err), EXIT_FAILED)
+    if not before.running:
+        con.print(f"[dim]sandbox started at {info.endpoint} (vmplane sandbox stop to end it)[/]")
+    return info.endpoint
+
+
+def _confirm(con: Console, question: str, yes: bool) -> None:
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        _die(f"{question} needs confirmation: pass --yes when not running interactively", EXIT_USAGE)
+    if not typer.confirm(question, default=False, err=True):
+        con.print("Cancelled; nothing was changed.")
+        raise typer.Exit(EXIT_USAGE)
+
+
+def _run_job(job_id: str, *, teardown: bool, json_output: bool, con: Console) -> JobView:
+    from vmplane.cli.render import StepPrinter
+    from vmplane.jobs import operations
+
+    settings = _settings()
+    job = operations.run(settings, job_id, teardown=teardown, on_progress=StepPrinter(con, teardown))
+    recovered = operations.finish_recovered(settings, exclude=set())
+    if recovered:
+        con.print(
+            f"[dim]also finished {len(recovered)} interrupted workflow(s) recovered at start: {', '.join(recovered)}[/]"
+        )
+    return job
+
+
+def _finish(job: JobView, json_output: bool, con: Console, ok_status: str) -> NoReturn:
+    from vmplane.cli.render import print_json, show_job
+
+    if json_output:
+        print_json(job.to_json())
+    else:
+        con.print()
+        show_job(con, job)
+    raise typer.Exit(EXIT_OK if job.status.value == ok_status else EXIT_FAILED)
+
+
+@contextmanager
+def _job_errors() -> Iterator[None]:
+    """Known domain errors become one clean line and exit code 2."""
+    from vmplane.jobs.service import JobConflictError, JobNotFoundError
+
+    try:
+        yield
+    except (JobConflictError, JobNotFoundError) as err:
+        _die(str(err), EXIT_USAGE)
+
+
+# ---- file commands --------------------------------------------------------------------------------
+
+
+@app.command()
+def init(
+    name: Annotated[str, typer.Option(help="Environment name (DNS-safe).")] = "demo",
+    org: Annotated[str, typer.Option(help="Organisation id.")] = "acme",
+    region: Annotated[str, typer.Option(help="Cloud region.")] = "us-east-1",
+    file: FileOpt = Path("vmplane.env.jsonc"),
+    force: Annotated[bool, typer.Option(help="Overwrite an existing file.")] = False,
+) -> None:
+    """Write a commented starter vmplane.env.jsonc and its local JSON Schema."""
+    from vmplane.spec.schema import write_schema
+    from vmplane.spec.starter import render_starter
+
+    if file.exists() and not force:
+        _die(f"{file} exists; use --force to overwrite it", EXIT_USAGE)
+    try:
+        text = render_starter(name, org, region)
+    except ValueError as err:
+        _die(str(err), EXIT_USAGE)
+    file.parent.mkdir(parents=True, exist_ok=True)
+    file.write_text(text)
+    schema = write_schema(file.parent)
+    typer.echo(f"wrote {file} and {schema}")
+
+
+@app.command()
+def schema(
+    out_dir: Annotated[Path, typer.Option("--dir", "-d", help="Directory for vmplane.env.schema.json.")] = Path(),
+    stdout: Annotated[bool, typer.Option("--stdout", help="Print the schema instead of writing it.")] = False,
+) -> None:
+    """Write the JSON Schema that editors use to validate and complete environment files."""
+    from vmplane.spec.schema import env_json_schema, write_schema
+
+    if stdout:
+        import json
+
+        typer.echo(json.dumps(env_json_schema(), indent=2, sort_keys=True))
+        return
+    typer.echo(f"wrote {write_schema(out_dir)}")
+
+
+@app.command()
+def validate(file: FileOpt, output: OutputOpt = "text") -> None:
+    """Check an environment file; print every error as FILE:LINE:COL: path: message."""
+    json_output = _json(output)
+    spec = _load(file)
+    if json_output:
+        from vmplane.cli.render import print_json
+
+        print_json({"file": str(file), "valid": True, "name": spec.name, "org": spec.org})
+    else:
+        typer.echo(f"{file}: valid ({spec.name}, {len(spec.pools)} pool{'s' if len(spec.pools) != 1 else ''})")
+
+
+# ---- cloud commands -------------------------------------------------------------------------------
+
+
+@app.command()
+def plan(file: FileOpt, sandbox: SandboxOpt = False, output: OutputOpt = "text") -> None:
+    """Show the steps and resources `apply` would run and create."""
+    from vmplane.cli.render import consoles, print_json, show_plan
+    from vmplane.clouds.registry import Target
+    from vmplane.jobs import operations
+
+    json_output = _json(output)
+    con, _ = consoles(json_output)
+    spec = _load(file)
+    # Planning reads vmplane's records only; it neither starts the sandbox nor calls the cloud.
+    endpoint = f"http://127.0.0.1:{_settings().sandbox_port}" if sandbox else None
+    with _job_errors():
+        ap = operations.plan_apply(_settings(), spec, Target.for_spec(spec, endpoint))
+    if json_output:
+        print_json({**ap.plan.to_json(), "decision": ap.decision.value, "job": ap.job.id if ap.job else None})
+    else:
+        show_plan(con, ap.plan)
+
+
+@app.command()
+def apply(file: FileOpt, sandbox: SandboxOpt = False, yes: YesOpt = False, output: OutputOpt = "text") -> None:
+    """Provision the environment: plan, confirm, then run the durable job with live progress."""
+    from vmplane.cli.render import consoles, print_json, show_plan
+    from vmplane.jobs import operations
+    from vmplane.jobs.operations import Decision
+
+    json_output = _json(output)
+    con, _ = consoles(json_output)
+    spec = _load(file)
+    target = _target(spec, sandbox, con)
+    settings = _settings()
+    with _job_errors():
+        ap = operations.plan_apply(settings, spec, target)
+        if ap.decision is Decision.no_changes:
+            assert ap.job is not None
+            con.print("No changes. The environment matches the file.")
+            if json_output:
+                print_json(ap.job.to_json())
+            raise typer.Exit(EXIT_OK)
+        if ap.decision is Decision.changed:
+            show_plan(con, ap.plan)
+            _die(
+                "refusing to change an applied environment in place yet; destroy and re-apply, or wait "
+                "for change-impact planning",
+                EXIT_USAGE,
+            )
+        show_plan(con, ap.plan)
+        _confirm(con, "Apply this plan?", yes)
+        job_id = operations.create_or_update_job(settings, spec, target, ap)
+    con.print(f"\njob [bold]{job_id}[/]")
+    job = _run_job(job_id, teardown=False, json_output=json_output, con=con)
+    _finish(job, json_output, con, "succeeded")
+
+
+@app.command()
+def destroy(
+    file: Annotated[Path | None, typer.Option("--file", "-f", help="The environment file.")] = None,
+    job_ref: Annotated[
+        str | None, typer.Option("--job", help="A job id or environment name instead of a file.")
+    ] = None,
+    sandbox: SandboxOpt = False,
+    yes: YesOpt = False,
+    output: OutputOpt = "text",
+) -> None:
+    """Tear the environment down in the seed's order, leaving nothing tagged with its job."""
+    from vmplane.cli.render import consoles, print_json, show_plan
+    from vmplane.jobs import operations
+
+    json_output = _json(output)
+    con, _ = consoles(json_output)
+    settings = _settings()
+    if (file is None) == (job_ref is None):
+        _die("give exactly one of --file or --job", EXIT_USAGE)
+    with _job_errors():
+        if file is not None:
+            spec = _load(file)
+            job = operations.current_job_for(settings, spec)
+            if job is None:
+                con.print(f"Nothing to destroy: {spec.org}/{spec.name} has no job.")
+                if json_output:
+                    print_json({"env": spec.name, "org": spec.org, "status": "absent"})
+                raise typer.Exit(EXIT_OK)
+        else:
+            assert job_ref is not None
+            job = operations.find_job(settings, job_ref)
+        if job.status.value == "deleted":
+            con.print(f"{job.id} is already deleted.")
+            if json_output:
+                print_json(job.to_json())
+            raise typer.Exit(EXIT_OK)
+        if job.target.sandbox != sandbox and file is not None:
+            where = "the sandbox" if job.target.sandbox else "a real cloud account"
+            _die(f"job {job.id} lives on {where}; {'add' if job.target.sandbox else 'drop'} --sandbox", EXIT_USAGE)
+        if job.target.sandbox:
+            _ensure_sandbox(con)
+        show_plan(con, operations.plan_destroy(settings, job))
+        _confirm(con, f"Destroy {job.org}/{job.env} ({job.id})?", yes)
+        operations.begin_destroy(settings, job.id)
+    con.print(f"\njob [bold]{job.id}[/] teardown")
+    done = _run_job(job.id, teardown=True, json_output=json_output, con=con)
+    _finish(done, json_output, con, "deleted")
+
+
+@app.command()
+def resume(
+    job_ref: Annotated[str, typer.Argument(help="Job id or environment name.")], output: OutputOpt = "text"
+) -> None:
+    """Continue an interrupted or failed job at the step where it stopped."""
+    from vmplane.cli.render import consoles
+    from vmplane.jobs import operations
+
+    json_output = _json(output)
+    con, _ = consoles(json_output)
+    settings = _settings()
+    with _job_errors():
+        job = operations.find_job(settings, job_ref)
+    teardown = job.status.value in ("deleting", "delete_failed")
+    if job.status.value in ("succeeded", "deleted"):
+        con.print(f"{job.id} is {job.status.value}; nothing to resume.")
+        _finish(job, json_output, con, job.status.value)
+    if job.target.sandbox:
+        _ensure_sandbox(con)
+    if job.status.value == "delete_failed":
+        operations.begin_destroy(settings, job.id)
+    con.print(f"resuming [bold]{job.id}[/] ({'teardown' if teardown else 'provision'})")
+    done = _run_job(job.id, teardown=teardown, json_output=json_output, con=con)
+    _finish(done, json_output, con, "deleted" if teardown else "succeeded")
+
+
+# ---- read-only commands ---------------------------------------------------------------------------
+
+
+@app.command()
+def status(
+    job_ref: Annotated[str | None, typer.Argument(help="Job id or environment name.")] = None,
+    file: Annotated[Path | None, typer.Option("--file", "-f", help="The environment file.")] = None,
+    output: OutputOpt = "text",
+) -> None:
+    """Show a job: status, steps, VMs (reads vmplane's records; calls no cloud)."""
+    from vmplane.cli.render import consoles, print_json, show_job
+    from vmplane.jobs import operations
+
+    json_output = _json(output)
+    con, _ = consoles(json_output)
+    settings = _settings()
+    with _job_errors():
+        if file is not None:
+            spec = _load(file)
+            job = operations.current_job_for(settings, spec)
+            if job is None:
+                _die(f"{spec.org}/{spec.name} has no job (vmplane apply -f {file})", EXIT_USAGE)
+        elif job_ref is not None:
+            job = operations.find_job(settings, job_ref)
+        else:
+            _die("give a job id, an environment name, or --file", EXIT_USAGE)
+    if json_output:
+        print_json(job.to_json())
+    else:
+        show_job(con, job)
+
+
+@app.command()
+def envs(output: OutputOpt = "text", org: Annotated[str | None, typer.Option(help="Only this org.")] = None) -> None:
+    """The inventory: environments registered by stepRegisterSpace."""
+    from rich.table import Table
+
+    from vmplane.cli.render import consoles, print_json
+    from vmplane.jobs import service as jobs
+    from vmplane.store.db import transaction
+
+    json_output = _json(output)
+    con, _ = consoles(json_output)
+    with transaction(_settings().db_url) as s:
+        rows = [
+            {
+                "org": e.org,
+                "name": e.name,
+                "job": e.job_id,
+                "cloud": e.cloud,
+                "region": e.region,
+                "registeredAt": e.registered_at.isoformat(),
+                "outputs": e.outputs,
+            }
+            for e in jobs.list_envs(s, org)
+        ]
+    if json_output:
+        print_json({"environments": rows})
+        return
+    if not rows:
+        con.print("No environments yet (vmplane apply -f FILE).")
+        return
+    t = Table(box=None)
+    for col in ("ORG", "NAME", "JOB", "WHERE", "VMS"):
+        t.add_column(col)
+    for r in rows:
+        vms = r["outputs"].get("vms", [])
+        ready = sum(1 for v in vms if v.get("state") == "ready")
+        t.add_row(r["org"], r["name"], r["job"], r["outputs"].get("target", r["region"]), f"{ready}/{len(vms)} ready")
+    con.print(t)
+
+
+@app.command("jobs")
+def jobs_cmd(
+    output: OutputOpt = "text", org: Annotated[str | None, typer.Option(help="Only this org.")] = None
+) -> None:
+    """Recent provisioning jobs."""
+    from rich.table import Table
+
+    from vmplane.cli.render import consoles, print_json
+    from vmplane.jobs import service as jobs
+    from vmplane.store.db import transaction
+
+    json_output = _json(output)
+    con, _ = consoles(json_output)
+    with transaction(_settings().db_url) as s:
+        views = [jobs.view(r) for r in jobs.list_jobs(s, org)]
+    if json_output:
+        print_json({"jobs": [v.to_json() for v in views]})
+        return
+    if not views:
+        con.print("No jobs yet.")
+        return
+    t = Table(box=None)
+    for col in ("JOB", "ORG", "ENV", "STATUS", "STEPS", "UPDATED"):
+        t.add_column(col)
+    for v in views:
+        done = sum(1 for s in v.steps if s.status.value == "succeeded")
+        t.add_row(v.id, v.org, v.env, v.status.value, f"{done}/{len(v.steps)}", f"{v.updated_at:%Y-%m-%d %H:%M:%S}")
+    con.print(t)
+
+
+# ---- sandbox --------------------------------------------------------------------------------------
+
+
+def _sandbox_call(action: str, output: str) -> None:
+    from vmplane.cli.render import print_json
+    from vmplane.sandbox import control
+
+    json_output = _json(output)
+    try:
+        info = getattr(control, action)(_settings())
+    except control.SandboxError as err:
+        _die(str(err), EXIT_FAILED)
+    if json_output:
+        print_json(info.to_json())
+    else:
+        state = "running" if info.running else "stopped"
+        typer.echo(f"sandbox {state} at {info.endpoint}" + (f" (pid {info.pid})" if info.pid and info.running else ""))
+
+
+@sandbox_app.command("start")
+def sandbox_start(output: OutputOpt = "text") -> None:
+    """Start the sandbox (if not running) and leave it running."""
+    _sandbox_call("start", output)
+
+
+@sandbox_app.command("stop")
+def sandbox_stop(output: OutputOpt = "text") -> None:
+    """Stop the sandbox; everything in it is forgotten."""
+    _sandbox_call("stop", output)
+
+
+@sandbox_app.command("status")
+def sandbox_status(output: OutputOpt = "text") -> None:
+    """Is the sandbox running, and where."""
+    _sandbox_call("status", output)
+
+
+@sandbox_app.command("reset")
+def sandbox_reset(output: OutputOpt = "text") -> None:
+    """Forget every emulated resource; the sandbox keeps running."""
+    _sandbox_call("reset", output)
+
+
+def main() -> None:
+    try:
+        app()
+    finally:
+        if "vmplane.pipeline.engine" in sys.modules:
+            from vmplane.pipeline import engine
+
+            engine.shutdown()

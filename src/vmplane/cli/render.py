@@ -1,0 +1,113 @@
+"""How the CLI shows plans, jobs and progress. Rendering only: no decisions are made here."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from vmplane.jobs.service import JobView, StepRecord, StepStatus
+from vmplane.pipeline.plan import Action, Plan
+
+SYMBOL_STYLE = {Action.create: "green", Action.update: "yellow", Action.destroy: "red", Action.replace: "magenta"}
+STEP_MARK = {
+    StepStatus.succeeded: "[green]✓[/]",
+    StepStatus.failed: "[red]✗[/]",
+    StepStatus.running: "[yellow]…[/]",
+    StepStatus.skipped: "[dim]-[/]",
+    StepStatus.pending: "[dim]·[/]",
+}
+
+
+def consoles(json_output: bool) -> tuple[Console, Console]:
+    """(human, errors): with --output json, stdout carries only the JSON object; humans read stderr."""
+    err = Console(stderr=True, highlight=False)
+    return (err if json_output else Console(highlight=False)), err
+
+
+def print_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def show_plan(con: Console, plan: Plan) -> None:
+    if plan.kind != "none":
+        verb = "provision" if plan.kind == "provision" else "destroy"
+        con.print(f"vmplane will {verb} [bold]{plan.env}[/] on {plan.target} in {len(plan.steps)} steps:")
+        con.print("  " + " → ".join(plan.steps))
+    for note in plan.notes:
+        con.print(f"[dim]note:[/] {note}")
+    if plan.resources:
+        con.print("\nResource actions are indicated with the following symbols:")
+        for line in plan.legend():
+            con.print(line)
+        con.print()
+        for r in plan.resources:
+            sym = f"[{SYMBOL_STYLE[r.action]}]{r.action.value:>3}[/]"
+            detail = f"  [dim]{r.detail}[/]" if r.detail else ""
+            con.print(f"  {sym} {r.type}.{r.name}{detail}", soft_wrap=True)
+    con.print(f"\n[bold]{plan.summary}[/]")
+
+
+class StepPrinter:
+    """Prints each step once when it starts and once when it ends (works in logs and terminals)."""
+
+    def __init__(self, con: Console, teardown: bool) -> None:
+        self.con = con
+        self.teardown = teardown
+        self.seen: dict[str, StepStatus] = {}
+
+    def __call__(self, job: JobView) -> None:
+        steps = job.teardown_steps if self.teardown else job.steps
+        total = len(steps)
+        for i, step in enumerate(steps, 1):
+            before = self.seen.get(step.name)
+            if before == step.status:
+                continue
+            self.seen[step.name] = step.status
+            if step.status is StepStatus.running:
+                self.con.print(f"  [{i}/{total}] {STEP_MARK[step.status]} {step.name} …")
+            elif step.status in (StepStatus.succeeded, StepStatus.failed, StepStatus.skipped):
+                self.con.print(f"  [{i}/{total}] {STEP_MARK[step.status]} {step.name} {_timing(step)}")
+                for line in step.log:
+                    self.con.print(f"          [dim]{line}[/]", soft_wrap=True)
+                if step.error:
+                    self.con.print(f"          [red]{step.error}[/]", soft_wrap=True)
+
+
+def _timing(step: StepRecord) -> str:
+    parts = []
+    if step.started_at and step.finished_at:
+        parts.append(f"{(step.finished_at - step.started_at).total_seconds():.2f}s")
+    calls = sum(step.api_calls.values())
+    if calls:
+        parts.append(f"{calls} API calls")
+    return f"[dim]({', '.join(parts)})[/]" if parts else ""
+
+
+def show_job(con: Console, job: JobView) -> None:
+    infra = job.infra
+    con.print(f"[bold]{job.id}[/]  {job.org}/{job.env}  status [bold]{job.status.value}[/]  on {job.target.describe()}")
+    if job.error:
+        con.print(f"  [red]error:[/] {job.error}", soft_wrap=True)
+    for label, steps in (("steps", job.steps), ("teardown", job.teardown_steps)):
+        if steps:
+            con.print(f"  {label}: " + "  ".join(f"{STEP_MARK[s.status]} {s.name}" for s in steps))
+    if infra.VMs:
+        t = Table(box=None, pad_edge=False)
+        for col in ("VM", "ID", "private IP", "AZ", "state"):
+            t.add_column(col)
+        for vm in infra.VMs:
+            t.add_row(vm.Name, vm.ID or "-", vm.PrivateIP or "-", vm.AZ or "-", vm.State.value)
+        con.print(t)
+    if infra.VpcID:
+        con.print(
+            f"  vpc {infra.VpcID}  private subnets {', '.join(infra.PrivateSubnetIDs)}  sg {infra.VMSecurityGroupID}"
+        )
+    if infra.ExecMode and infra.VMs and job.status.value == "succeeded":
+        first = next((v.ID for v in infra.VMs if v.ID), None)
+        if first and infra.ExecMode == "SSM":
+            con.print(f"  exec channel SSM: aws ssm start-session --target {first}")

@@ -1,0 +1,46 @@
+"""The AWS driver: the CloudDriver protocol over boto3, one module per resource kind."""
+
+from __future__ import annotations
+
+from vmplane.clouds.aws import compute, iam, inventory, network, preflight
+from vmplane.clouds.aws.session import AwsClients, AwsTarget
+from vmplane.clouds.base import Context, Leftover
+
+
+class AwsDriver:
+    def __init__(self, target: AwsTarget) -> None:
+        self.target = target
+        self.aws = AwsClients(target)
+
+    def preflight(self, ctx: Context) -> None:
+        preflight.preflight(self.aws, ctx)
+
+    def ensure_network(self, ctx: Context) -> None:
+        network.ensure_network(self.aws, ctx)
+
+    def ensure_identity(self, ctx: Context) -> None:
+        iam.ensure_identity(self.aws, ctx)
+
+    def ensure_launch_templates(self, ctx: Context) -> None:
+        compute.ensure_launch_templates(self.aws, ctx)
+
+    def ensure_vms(self, ctx: Context) -> None:
+        compute.ensure_vms(self.aws, ctx)
+
+    def delete_vms(self, ctx: Context) -> None:
+        compute.delete_vms(self.aws, ctx)
+
+    def delete_launch_templates(self, ctx: Context) -> None:
+        compute.delete_launch_templates(self.aws, ctx)
+
+    def delete_security_group(self, ctx: Context) -> None:
+        compute.delete_security_group(self.aws, ctx)
+
+    def delete_identity(self, ctx: Context) -> None:
+        iam.delete_identity(self.aws, ctx)
+
+    def delete_network(self, ctx: Context) -> None:
+        network.delete_network(self.aws, ctx)
+
+    def leftovers(self, ctx: Context) -> list[Leftover]:
+        return inventory.leftovers(self.aws, ctx)

@@ -1,0 +1,113 @@
+"""Translate botocore errors into vmplane's error tree, at one boundary (`aws_call`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TypeVar
+
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    ConnectionClosedError,
+    EndpointConnectionError,
+    NoCredentialsError,
+    ReadTimeoutError,
+)
+from botocore.parsers import ResponseParserError
+
+from vmplane.clouds import errors as e
+
+T = TypeVar("T")
+
+_AUTH = {
+    "AuthFailure",
+    "UnauthorizedOperation",
+    "AccessDenied",
+    "AccessDeniedException",
+    "InvalidClientTokenId",
+    "ExpiredToken",
+    "SignatureDoesNotMatch",
+    "UnrecognizedClientException",
+}
+_THROTTLE = {
+    "Throttling",
+    "ThrottlingException",
+    "RequestLimitExceeded",
+    "TooManyRequestsException",
+    "ServiceUnavailable",
+    "InternalError",
+    "InternalFailure",
+    "RequestTimeout",
+}
+_CONFLICT = {
+    "EntityAlreadyExists",
+    "InvalidGroup.Duplicate",
+    "AlreadyExists",
+    "AlreadyExistsFault",
+    "InvalidLaunchTemplateName.AlreadyExistsException",
+    "IncorrectState",
+    "IncorrectInstanceState",
+    "Resource.AlreadyAssociated",
+    "InvalidPermission.Duplicate",
+    "ResourceInUse",
+}
+_QUOTA = {
+    "LimitExceeded",
+    "LimitExceededException",
+    "AddressLimitExceeded",
+    "VpcLimitExceeded",
+    "InstanceLimitExceeded",
+    "InsufficientInstanceCapacity",
+    "NatGatewayLimitExceeded",
+}
+
+
+def translate(err: ClientError) -> e.CloudError:
+    info = err.response.get("Error", {})
+    code = str(info.get("Code", "Unknown"))
+    message = str(info.get("Message", "")) or code
+    op = err.operation_name
+    status = int(err.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
+    if code == "DependencyViolation" or code == "DeleteConflict":
+        return e.DependencyViolationError(message, code=code, operation=op)
+    if code in _AUTH:
+        return e.AuthError(message, code=code, operation=op)
+    if code in _THROTTLE or status >= 500:
+        return e.TransientError(message, code=code, operation=op)
+    if "NotFound" in code or code in {"NoSuchEntity", "InvalidInstanceID.Malformed"}:
+        return e.NotFoundError(message, code=code, operation=op)
+    if code in _CONFLICT or "AlreadyExists" in code or "Duplicate" in code:
+        return e.ConflictError(message, code=code, operation=op)
+    if code in _QUOTA:
+        return e.QuotaError(message, code=code, operation=op)
+    if status == 501 or code in {"NotImplemented", "InvalidAction"}:
+        return e.UnsupportedError(message, code=code, operation=op)
+    return e.InvalidRequestError(message, code=code, operation=op)
+
+
+@contextmanager
+def aws_errors() -> Iterator[None]:
+    try:
+        yield
+    except ClientError as err:
+        raise translate(err) from err
+    except (EndpointConnectionError, ConnectionClosedError, ReadTimeoutError) as err:
+        # Never echo the request (it may carry signed headers); the endpoint and reason are enough.
+        raise e.TransientError(f"cannot reach the AWS endpoint: {type(err).__name__}") from err
+    except NoCredentialsError as err:
+        raise e.AuthError("no AWS credentials found (set a profile, or use --sandbox)") from err
+    except ResponseParserError as err:
+        # Not an AWS-shaped answer. On the sandbox this is how moto reports an unimplemented action.
+        raise e.UnsupportedError(
+            "the endpoint answered with something that is not an AWS response "
+            "(on the sandbox: the emulator does not implement this call)"
+        ) from err
+    except BotoCoreError as err:
+        raise e.CloudError(f"AWS SDK error: {type(err).__name__}") from err
+
+
+def aws_call(fn: Callable[..., T], /, **kwargs: object) -> T:
+    """Call one SDK operation with errors translated."""
+    with aws_errors():
+        return fn(**kwargs)

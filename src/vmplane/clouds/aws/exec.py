@@ -1,0 +1,101 @@
+"""The IAM-gated exec channel on AWS: SSM Run Command. No SSH, no key pairs.
+
+Note on the sandbox: moto records SendCommand but executes nothing; every invocation reports
+Success with empty output. On the sandbox a sentinel check therefore proves only that vmplane sends
+the right request to the right instances, not that cloud-init ran. vmplane says so in its output.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vmplane.clouds.aws.errors import aws_call
+from vmplane.clouds.aws.session import AwsClients
+from vmplane.clouds.errors import CloudError, InvalidRequestError, TransientError
+from vmplane.clouds.waits import poll
+
+DOCUMENT = "AWS-RunShellScript"
+TERMINAL = {
+    "Success",
+    "Failed",
+    "Cancelled",
+    "TimedOut",
+    "Undeliverable",
+    "Terminated",
+    "InvalidPlatform",
+    "AccessDenied",
+    "DeliveryTimedOut",
+    "ExecutionTimedOut",
+}
+BATCH = 50  # SendCommand accepts at most 50 instance ids
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    instance_id: str
+    status: str
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "Success" and self.exit_code == 0
+
+
+def send(aws: AwsClients, instance_ids: list[str], commands: list[str], *, comment: str, timeout_s: int = 60) -> str:
+    """Send one shell script to instances; returns the command id."""
+    try:
+        return str(
+            aws_call(
+                aws.ssm.send_command,
+                InstanceIds=instance_ids,
+                DocumentName=DOCUMENT,
+                Comment=comment[:100],
+                TimeoutSeconds=max(30, timeout_s),
+                Parameters={"commands": commands, "executionTimeout": [str(timeout_s)]},
+            )["Command"]["CommandId"]
+        )
+    except InvalidRequestError as err:
+        # An instance whose SSM agent has not registered yet is "InvalidInstanceId": still booting.
+        if err.code == "InvalidInstanceId":
+            raise TransientError(str(err), code=err.code, operation=err.operation) from err
+        raise
+
+
+def results(aws: AwsClients, command_id: str, instance_ids: list[str], *, timeout: float) -> list[CommandResult]:
+    """Wait for every invocation of a command to finish; return their results."""
+    out: dict[str, CommandResult] = {}
+
+    def done() -> list[CommandResult] | None:
+        for iid in instance_ids:
+            if iid in out:
+                continue
+            try:
+                inv = aws_call(aws.ssm.get_command_invocation, CommandId=command_id, InstanceId=iid)
+            except CloudError as err:
+                if err.code == "InvocationDoesNotExist":  # not yet visible: eventual consistency
+                    continue
+                raise
+            if inv["Status"] in TERMINAL:
+                out[iid] = CommandResult(
+                    instance_id=iid,
+                    status=inv["Status"],
+                    exit_code=int(inv.get("ResponseCode", -1)),
+                    stdout=inv.get("StandardOutputContent", ""),
+                    stderr=inv.get("StandardErrorContent", ""),
+                )
+        return [out[i] for i in instance_ids] if len(out) == len(instance_ids) else None
+
+    return poll(done, what=f"command {command_id}", timeout=timeout, first=0.05, cap=3)
+
+
+def run(
+    aws: AwsClients, instance_ids: list[str], commands: list[str], *, comment: str, timeout: float = 120
+) -> list[CommandResult]:
+    collected: list[CommandResult] = []
+    for i in range(0, len(instance_ids), BATCH):
+        batch = instance_ids[i : i + BATCH]
+        cid = send(aws, batch, commands, comment=comment, timeout_s=int(timeout))
+        collected.extend(results(aws, cid, batch, timeout=timeout))
+    return collected

@@ -1,0 +1,113 @@
+"""The VM role and instance profile: the exec-channel policy (SSM) and nothing broader."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from vmplane.clouds.aws.errors import aws_call
+from vmplane.clouds.aws.session import AwsClients
+from vmplane.clouds.aws.tags import tag_list
+from vmplane.clouds.base import Context
+from vmplane.clouds.errors import ConflictError, NotFoundError
+
+EXEC_POLICY_ARN = "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore"
+ASSUME_ROLE_POLICY = json.dumps(
+    {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}],
+    },
+    sort_keys=True,
+)
+
+
+def role_name(ctx: Context) -> str:
+    # IAM names are account-global: org + env keeps two orgs' "web" envs apart (max 64 chars).
+    return f"vmplane-{ctx.spec.org}-{ctx.spec.name}-vm"[:64]
+
+
+def ensure_identity(aws: AwsClients, ctx: Context) -> None:
+    iam, infra, t = aws.iam, ctx.infra, ctx.tagger
+    name = role_name(ctx)
+    infra.RoleName = infra.InstanceProfileName = name
+    ctx.save()
+    try:
+        aws_call(
+            iam.create_role,
+            RoleName=name,
+            AssumeRolePolicyDocument=ASSUME_ROLE_POLICY,
+            Description=f"vmplane VM role for {ctx.spec.org}/{ctx.spec.name}: exec channel only",
+            Tags=tag_list(t.tags("iam-role", name)),
+        )
+    except ConflictError:
+        _check_ours(aws, ctx, name)
+    attached = aws_call(iam.list_attached_role_policies, RoleName=name)["AttachedPolicies"]
+    if not any(p["PolicyArn"] == EXEC_POLICY_ARN for p in attached):
+        aws_call(iam.attach_role_policy, RoleName=name, PolicyArn=EXEC_POLICY_ARN)
+
+    try:
+        profile = aws_call(
+            iam.create_instance_profile, InstanceProfileName=name, Tags=tag_list(t.tags("instance-profile", name))
+        )["InstanceProfile"]
+    except ConflictError:
+        _owned(ctx, profile_tags(aws, name), "instance profile", name)
+        profile = aws_call(iam.get_instance_profile, InstanceProfileName=name)["InstanceProfile"]
+    if not any(r["RoleName"] == name for r in profile.get("Roles", [])):
+        aws_call(iam.add_role_to_instance_profile, InstanceProfileName=name, RoleName=name)
+    infra.InstanceProfileArn = profile["Arn"]
+    ctx.save()
+    ctx.log(f"role + instance profile {name} ({EXEC_POLICY_ARN.rsplit('/', 1)[1]})")
+
+
+def _owner(tags: list[dict[str, str]], ctx: Context) -> str | None:
+    return {x["Key"]: x["Value"] for x in tags}.get(ctx.tagger.job_key)
+
+
+def _owned(ctx: Context, fetch_tags: Callable[[], list[dict[str, str]]], kind: str, name: str) -> bool:
+    """True if the entity exists and carries this job's tag; raise if it exists but is someone else's."""
+    try:
+        owner = _owner(fetch_tags(), ctx)
+    except NotFoundError:
+        return False
+    if owner != ctx.job_id:
+        raise ConflictError(
+            f"IAM {kind} {name} already exists and belongs to "
+            f"{'job ' + owner if owner else 'something outside vmplane'}; destroy that environment first "
+            "or choose another name",
+            code="EntityAlreadyExists",
+        )
+    return True
+
+
+# GetInstanceProfile carries the tags (and, unlike ListInstanceProfileTags, the sandbox implements it).
+def role_tags(aws: AwsClients, name: str) -> Callable[[], list[dict[str, str]]]:
+    return lambda: list(aws_call(aws.iam.list_role_tags, RoleName=name)["Tags"])
+
+
+def profile_tags(aws: AwsClients, name: str) -> Callable[[], list[dict[str, str]]]:
+    return lambda: list(
+        aws_call(aws.iam.get_instance_profile, InstanceProfileName=name)["InstanceProfile"].get("Tags", [])
+    )
+
+
+def _check_ours(aws: AwsClients, ctx: Context, name: str) -> None:
+    _owned(ctx, role_tags(aws, name), "role", name)
+
+
+def delete_identity(aws: AwsClients, ctx: Context) -> None:
+    iam = aws.iam
+    name = ctx.infra.RoleName or role_name(ctx)
+    if _owned(ctx, profile_tags(aws, name), "instance profile", name):
+        profile = aws_call(iam.get_instance_profile, InstanceProfileName=name)["InstanceProfile"]
+        for r in profile.get("Roles", []):
+            aws_call(iam.remove_role_from_instance_profile, InstanceProfileName=name, RoleName=r["RoleName"])
+        aws_call(iam.delete_instance_profile, InstanceProfileName=name)
+    if _owned(ctx, role_tags(aws, name), "role", name):
+        for p in aws_call(iam.list_attached_role_policies, RoleName=name)["AttachedPolicies"]:
+            aws_call(iam.detach_role_policy, RoleName=name, PolicyArn=p["PolicyArn"])
+        for pol in aws_call(iam.list_role_policies, RoleName=name)["PolicyNames"]:
+            aws_call(iam.delete_role_policy, RoleName=name, PolicyName=pol)
+        aws_call(iam.delete_role, RoleName=name)
+    ctx.infra.RoleName = ctx.infra.InstanceProfileName = ctx.infra.InstanceProfileArn = None
+    ctx.save()

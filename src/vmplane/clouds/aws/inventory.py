@@ -1,0 +1,62 @@
+"""Everything still tagged with a job id: what `destroy` must leave none of."""
+
+from __future__ import annotations
+
+from vmplane.clouds.aws import iam
+from vmplane.clouds.aws.errors import aws_call
+from vmplane.clouds.aws.session import AwsClients
+from vmplane.clouds.aws.tags import job_filters
+from vmplane.clouds.base import Context, Leftover
+from vmplane.clouds.errors import NotFoundError
+
+# (kind, describe method, result key, id key, extra filters that exclude already-gone resources)
+_EC2_KINDS: list[tuple[str, str, str, str, list[dict[str, object]]]] = [
+    (
+        "instance",
+        "describe_instances",
+        "Reservations",
+        "InstanceId",
+        [{"Name": "instance-state-name", "Values": ["pending", "running", "stopping", "stopped", "shutting-down"]}],
+    ),
+    ("vpc", "describe_vpcs", "Vpcs", "VpcId", []),
+    ("subnet", "describe_subnets", "Subnets", "SubnetId", []),
+    ("internet-gateway", "describe_internet_gateways", "InternetGateways", "InternetGatewayId", []),
+    (
+        "nat-gateway",
+        "describe_nat_gateways",
+        "NatGateways",
+        "NatGatewayId",
+        [{"Name": "state", "Values": ["pending", "available", "deleting"]}],
+    ),
+    ("elastic-ip", "describe_addresses", "Addresses", "AllocationId", []),
+    ("route-table", "describe_route_tables", "RouteTables", "RouteTableId", []),
+    ("security-group", "describe_security_groups", "SecurityGroups", "GroupId", []),
+    ("launch-template", "describe_launch_templates", "LaunchTemplates", "LaunchTemplateId", []),
+    ("volume", "describe_volumes", "Volumes", "VolumeId", []),
+    ("network-interface", "describe_network_interfaces", "NetworkInterfaces", "NetworkInterfaceId", []),
+]
+
+
+def leftovers(aws: AwsClients, ctx: Context) -> list[Leftover]:
+    out: list[Leftover] = []
+    base = job_filters(ctx.tagger)
+    for kind, method, key, id_key, extra in _EC2_KINDS:
+        items = aws_call(getattr(aws.ec2, method), Filters=[*base, *extra])[key]
+        if key == "Reservations":
+            items = [i for r in items for i in r["Instances"]]
+        out.extend(Leftover(kind, str(i[id_key])) for i in items)
+    name = ctx.infra.RoleName or iam.role_name(ctx)
+    for kind, fetch in (("iam-role", iam.role_tags(aws, name)), ("iam-instance-profile", iam.profile_tags(aws, name))):
+        try:
+            tags = {t["Key"]: t["Value"] for t in fetch()}
+        except NotFoundError:
+            continue
+        if tags.get(ctx.tagger.job_key) == ctx.job_id:
+            out.append(Leftover(kind, name))
+    groups = aws_call(aws.autoscaling.describe_auto_scaling_groups)["AutoScalingGroups"]
+    out.extend(
+        Leftover("auto-scaling-group", g["AutoScalingGroupName"])
+        for g in groups
+        if any(t["Key"] == ctx.tagger.job_key and t["Value"] == ctx.job_id for t in g.get("Tags", []))
+    )
+    return out

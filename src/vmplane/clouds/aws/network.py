@@ -1,0 +1,290 @@
+"""VPC, subnets, internet gateway, NAT gateway + EIP, route tables: create (find-by-tag first) and delete."""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import math
+from collections.abc import Callable
+from typing import Any
+
+from vmplane.clouds.aws.errors import aws_call
+from vmplane.clouds.aws.session import AwsClients
+from vmplane.clouds.aws.tags import job_filters, tag_spec
+from vmplane.clouds.base import Context
+from vmplane.clouds.errors import ConflictError, DependencyViolationError, InvalidRequestError, NotFoundError
+from vmplane.clouds.waits import poll, retry
+
+NAT_TIMEOUT = 600.0
+TEARDOWN_TIMEOUT = 900.0
+LIVE_NAT_STATES = ["pending", "available"]
+
+
+def subnet_cidrs(vpc_cidr: str, zones: int) -> tuple[list[str], list[str]]:
+    """Split the VPC evenly: the first `zones` blocks are public, the next `zones` private."""
+    net = ipaddress.ip_network(vpc_cidr)
+    bits = max(1, math.ceil(math.log2(2 * zones)))
+    blocks = [str(b) for b in net.subnets(prefixlen_diff=bits)]
+    if blocks and ipaddress.ip_network(blocks[0]).prefixlen > 28:
+        raise InvalidRequestError(f"{vpc_cidr} is too small for {zones} zones of public and private subnets")
+    return blocks[:zones], blocks[zones : 2 * zones]
+
+
+def _find(describe: Callable[..., dict[str, Any]], key: str, filters: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = aws_call(describe, Filters=filters).get(key, [])
+    return items
+
+
+def ensure_network(aws: AwsClients, ctx: Context) -> None:
+    net = ctx.spec.network
+    if net.existing_vpc_id:
+        _adopt_existing(aws, ctx)
+        return
+    ec2, infra, t = aws.ec2, ctx.infra, ctx.tagger
+    env = ctx.spec.name
+
+    if not infra.VpcID:
+        found = _find(ec2.describe_vpcs, "Vpcs", job_filters(t, "vpc"))
+        if found:
+            infra.VpcID = found[0]["VpcId"]
+        else:
+            vpc = aws_call(ec2.create_vpc, CidrBlock=net.cidr, TagSpecifications=tag_spec("vpc", t.tags("vpc", env)))
+            infra.VpcID = vpc["Vpc"]["VpcId"]
+        infra.VpcCidr, infra.VpcCreated = net.cidr, True
+        ctx.save()
+        # Private DNS names are needed by the SSM agent and most workloads.
+        aws_call(ec2.modify_vpc_attribute, VpcId=infra.VpcID, EnableDnsSupport={"Value": True})
+        aws_call(ec2.modify_vpc_attribute, VpcId=infra.VpcID, EnableDnsHostnames={"Value": True})
+        ctx.log(f"vpc {infra.VpcID} ({net.cidr})")
+
+    if not infra.InternetGatewayID:
+        found = _find(ec2.describe_internet_gateways, "InternetGateways", job_filters(t, "igw"))
+        igw = (
+            found[0]
+            if found
+            else aws_call(
+                ec2.create_internet_gateway, TagSpecifications=tag_spec("internet-gateway", t.tags("igw", f"{env}-igw"))
+            )["InternetGateway"]
+        )
+        if not any(a.get("VpcId") == infra.VpcID for a in igw.get("Attachments", [])):
+            aws_call(ec2.attach_internet_gateway, InternetGatewayId=igw["InternetGatewayId"], VpcId=infra.VpcID)
+        infra.InternetGatewayID = igw["InternetGatewayId"]
+        ctx.save()
+
+    public_cidrs, private_cidrs = subnet_cidrs(net.cidr, len(infra.Zones))
+    if len(infra.PublicSubnetIDs) != len(infra.Zones):
+        infra.PublicSubnetIDs = _ensure_subnets(aws, ctx, "subnet-public", public_cidrs)
+        ctx.save()
+    if len(infra.PrivateSubnetIDs) != len(infra.Zones):
+        infra.PrivateSubnetIDs = _ensure_subnets(aws, ctx, "subnet-private", private_cidrs)
+        ctx.save()
+
+    if not infra.NatGatewayIDs:
+        infra.NatGatewayIDs = [_ensure_nat(aws, ctx)]
+        ctx.save()
+
+    if not infra.PublicRouteTableID:
+        infra.PublicRouteTableID = _ensure_route_table(
+            aws, ctx, "rt-public", infra.PublicSubnetIDs, {"GatewayId": infra.InternetGatewayID}
+        )
+        ctx.save()
+    if not infra.PrivateRouteTableID:
+        infra.PrivateRouteTableID = _ensure_route_table(
+            aws, ctx, "rt-private", infra.PrivateSubnetIDs, {"NatGatewayId": infra.NatGatewayIDs[0]}
+        )
+        ctx.save()
+
+
+def _adopt_existing(aws: AwsClients, ctx: Context) -> None:
+    """Record an existing VPC and its private subnets; vmplane never modifies or deletes them."""
+    net, infra = ctx.spec.network, ctx.infra
+    vpcs = aws_call(aws.ec2.describe_vpcs, VpcIds=[net.existing_vpc_id])["Vpcs"]
+    subnets = aws_call(aws.ec2.describe_subnets, SubnetIds=net.existing_private_subnet_ids)["Subnets"]
+    foreign = [s["SubnetId"] for s in subnets if s["VpcId"] != net.existing_vpc_id]
+    if foreign:
+        raise InvalidRequestError(f"subnets {', '.join(foreign)} are not in {net.existing_vpc_id}")
+    public_ips = [s["SubnetId"] for s in subnets if s.get("MapPublicIpOnLaunch")]
+    if public_ips:
+        raise InvalidRequestError(
+            f"subnets {', '.join(public_ips)} assign public IPs on launch; VMs must be in private subnets"
+        )
+    infra.VpcID, infra.VpcCidr, infra.VpcCreated = vpcs[0]["VpcId"], vpcs[0]["CidrBlock"], False
+    infra.PrivateSubnetIDs = [s["SubnetId"] for s in subnets]
+    infra.Zones = [s["AvailabilityZone"] for s in subnets]
+    ctx.save()
+    ctx.log(f"using existing vpc {infra.VpcID} (not managed by vmplane)")
+
+
+def _ensure_subnets(aws: AwsClients, ctx: Context, role: str, cidrs: list[str]) -> list[str]:
+    ec2, infra, t = aws.ec2, ctx.infra, ctx.tagger
+    existing = {
+        s["AvailabilityZone"]: s["SubnetId"] for s in _find(ec2.describe_subnets, "Subnets", job_filters(t, role))
+    }
+    ids = []
+    for zone, cidr in zip(infra.Zones, cidrs, strict=True):
+        if zone not in existing:
+            name = f"{ctx.spec.name}-{role.removeprefix('subnet-')}-{zone}"
+            sub = aws_call(
+                ec2.create_subnet,
+                VpcId=infra.VpcID,
+                CidrBlock=cidr,
+                AvailabilityZone=zone,
+                TagSpecifications=tag_spec("subnet", t.tags(role, name)),
+            )["Subnet"]
+            existing[zone] = sub["SubnetId"]
+        ids.append(existing[zone])
+    ctx.log(f"{role}: {', '.join(ids)}")
+    return ids
+
+
+def _ensure_nat(aws: AwsClients, ctx: Context) -> str:
+    ec2, infra, t = aws.ec2, ctx.infra, ctx.tagger
+    found = _find(
+        ec2.describe_nat_gateways, "NatGateways", [*job_filters(t, "nat"), {"Name": "state", "Values": LIVE_NAT_STATES}]
+    )
+    if found:
+        nat_id = found[0]["NatGatewayId"]
+    else:
+        if not infra.ElasticIPAllocationIDs:
+            eips = _find(ec2.describe_addresses, "Addresses", job_filters(t, "nat-eip"))
+            alloc = (
+                eips[0]["AllocationId"]
+                if eips
+                else aws_call(
+                    ec2.allocate_address,
+                    Domain="vpc",
+                    TagSpecifications=tag_spec("elastic-ip", t.tags("nat-eip", f"{ctx.spec.name}-nat")),
+                )["AllocationId"]
+            )
+            infra.ElasticIPAllocationIDs = [alloc]
+            ctx.save()
+        nat_id = aws_call(
+            ec2.create_nat_gateway,
+            SubnetId=infra.PublicSubnetIDs[0],
+            AllocationId=infra.ElasticIPAllocationIDs[0],
+            ClientToken=f"{ctx.job_id}-nat-0",
+            TagSpecifications=tag_spec("natgateway", t.tags("nat", f"{ctx.spec.name}-nat")),
+        )["NatGateway"]["NatGatewayId"]
+
+    def available() -> str | None:
+        gw = aws_call(ec2.describe_nat_gateways, NatGatewayIds=[nat_id])["NatGateways"][0]
+        if gw["State"] == "failed":
+            raise InvalidRequestError(f"NAT gateway {nat_id} failed: {gw.get('FailureMessage', 'no reason given')}")
+        return nat_id if gw["State"] == "available" else None
+
+    poll(available, what=f"NAT gateway {nat_id}", timeout=NAT_TIMEOUT, first=0.1, cap=10)
+    ctx.log(f"nat {nat_id}")
+    return nat_id
+
+
+def _ensure_route_table(aws: AwsClients, ctx: Context, role: str, subnet_ids: list[str], target: dict[str, str]) -> str:
+    ec2, infra, t = aws.ec2, ctx.infra, ctx.tagger
+    found = _find(ec2.describe_route_tables, "RouteTables", job_filters(t, role))
+    rt = (
+        found[0]
+        if found
+        else aws_call(
+            ec2.create_route_table,
+            VpcId=infra.VpcID,
+            TagSpecifications=tag_spec("route-table", t.tags(role, f"{ctx.spec.name}-{role}")),
+        )["RouteTable"]
+    )
+    rt_id = rt["RouteTableId"]
+    if not any(r.get("DestinationCidrBlock") == "0.0.0.0/0" for r in rt.get("Routes", [])):
+        try:
+            aws_call(ec2.create_route, RouteTableId=rt_id, DestinationCidrBlock="0.0.0.0/0", **target)
+        except ConflictError:
+            pass  # RouteAlreadyExists after a crash between create and checkpoint
+    associated = {a.get("SubnetId") for a in rt.get("Associations", [])}
+    for subnet_id in subnet_ids:
+        if subnet_id not in associated:
+            aws_call(ec2.associate_route_table, RouteTableId=rt_id, SubnetId=subnet_id)
+    return rt_id
+
+
+def delete_network(aws: AwsClients, ctx: Context) -> None:
+    """Delete what this job created, found by tag (so unrecorded leftovers of a crash go too)."""
+    infra, ec2, t = ctx.infra, aws.ec2, ctx.tagger
+    if infra.VpcID and not infra.VpcCreated:
+        ctx.log(f"leaving existing vpc {infra.VpcID} untouched")
+        return
+
+    nats = _find(
+        ec2.describe_nat_gateways, "NatGateways", [*job_filters(t), {"Name": "state", "Values": LIVE_NAT_STATES}]
+    )
+    for nat in nats:
+        aws_call(ec2.delete_nat_gateway, NatGatewayId=nat["NatGatewayId"])
+    for nat in nats:
+        _wait_nat_deleted(aws, nat["NatGatewayId"])
+    infra.NatGatewayIDs = []
+    ctx.save()
+
+    for addr in _find(ec2.describe_addresses, "Addresses", job_filters(t)):
+        if addr.get("AssociationId"):
+            _tolerate_missing(lambda a=addr: aws_call(ec2.disassociate_address, AssociationId=a["AssociationId"]))
+        # The EIP stays "in use" until the NAT gateway's interface is gone.
+        _until_free(lambda a=addr: aws_call(ec2.release_address, AllocationId=a["AllocationId"]), "release EIP")
+    infra.ElasticIPAllocationIDs = []
+    ctx.save()
+
+    for rt in _find(ec2.describe_route_tables, "RouteTables", job_filters(t)):
+        for assoc in rt.get("Associations", []):
+            if not assoc.get("Main"):
+                _tolerate_missing(
+                    lambda a=assoc: aws_call(ec2.disassociate_route_table, AssociationId=a["RouteTableAssociationId"])
+                )
+        _tolerate_missing(lambda r=rt: aws_call(ec2.delete_route_table, RouteTableId=r["RouteTableId"]))
+    infra.PublicRouteTableID = infra.PrivateRouteTableID = None
+    ctx.save()
+
+    for sub in _find(ec2.describe_subnets, "Subnets", job_filters(t)):
+        # Interfaces of just-terminated instances linger for a while: DependencyViolation until then.
+        _until_free(lambda s=sub: aws_call(ec2.delete_subnet, SubnetId=s["SubnetId"]), f"delete {sub['SubnetId']}")
+    infra.PublicSubnetIDs, infra.PrivateSubnetIDs = [], []
+    ctx.save()
+
+    for igw in _find(ec2.describe_internet_gateways, "InternetGateways", job_filters(t)):
+        for att in igw.get("Attachments", []):
+            _tolerate_missing(
+                lambda g=igw, a=att: aws_call(
+                    ec2.detach_internet_gateway, InternetGatewayId=g["InternetGatewayId"], VpcId=a["VpcId"]
+                )
+            )
+        _tolerate_missing(lambda g=igw: aws_call(ec2.delete_internet_gateway, InternetGatewayId=g["InternetGatewayId"]))
+    infra.InternetGatewayID = None
+    ctx.save()
+
+    for vpc in _find(ec2.describe_vpcs, "Vpcs", job_filters(t)):
+        _until_free(lambda v=vpc: aws_call(ec2.delete_vpc, VpcId=v["VpcId"]), f"delete {vpc['VpcId']}")
+    infra.VpcID = None
+    ctx.save()
+
+
+def _wait_nat_deleted(aws: AwsClients, nat_id: str) -> None:
+    def gone() -> bool | None:
+        gws = aws_call(aws.ec2.describe_nat_gateways, NatGatewayIds=[nat_id]).get("NatGateways", [])
+        return True if not gws or gws[0]["State"] in ("deleted", "failed") else None
+
+    with contextlib.suppress(NotFoundError):
+        poll(gone, what=f"NAT gateway {nat_id} deletion", timeout=NAT_TIMEOUT, first=0.1, cap=10)
+
+
+def _tolerate_missing(call: Callable[[], object]) -> None:
+    with contextlib.suppress(NotFoundError):
+        call()
+
+
+def _until_free(call: Callable[[], object], what: str) -> None:
+    """Retry a delete through DependencyViolation (and EIP 'in use') until the teardown deadline."""
+
+    def attempt() -> None:
+        try:
+            call()
+        except NotFoundError:
+            pass
+        except InvalidRequestError as err:
+            if err.code == "InvalidIPAddress.InUse":
+                raise DependencyViolationError(str(err), code=err.code, operation=err.operation) from err
+            raise
+
+    retry(attempt, what=what, timeout=TEARDOWN_TIMEOUT, retry_on=(DependencyViolationError,))

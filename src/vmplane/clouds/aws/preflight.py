@@ -1,0 +1,96 @@
+"""stepValidate's cloud half: who we are, which zones, which images, and do the types fit the arch."""
+
+from __future__ import annotations
+
+from vmplane.clouds.aws.errors import aws_call
+from vmplane.clouds.aws.session import AwsClients
+from vmplane.clouds.base import Context
+from vmplane.clouds.errors import InvalidRequestError, NotFoundError
+from vmplane.spec.models import Arch
+from vmplane.state import PoolImage
+
+AWS_ARCH = {Arch.amd64: "x86_64", Arch.arm64: "arm64"}
+
+# Public SSM parameters that always point at the current image of each distribution.
+IMAGE_ALIASES: dict[str, dict[Arch, str]] = {
+    "al2023": {
+        Arch.amd64: "/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-x86_64",
+        Arch.arm64: "/aws/service/ami-amazon-linux-latest/al2023-ami-kernel-default-arm64",
+    },
+    "ubuntu-24.04": {
+        Arch.amd64: "/aws/service/canonical/ubuntu/server/24.04/stable/current/amd64/hvm/ebs-gp3/ami-id",
+        Arch.arm64: "/aws/service/canonical/ubuntu/server/24.04/stable/current/arm64/hvm/ebs-gp3/ami-id",
+    },
+    "debian-12": {
+        Arch.amd64: "/aws/service/debian/release/12/latest/amd64",
+        Arch.arm64: "/aws/service/debian/release/12/latest/arm64",
+    },
+}
+
+
+def image_parameter(image: str, arch: Arch) -> str | None:
+    """The SSM parameter an image reference resolves through, or None for a literal AMI id."""
+    if image.startswith("ami-"):
+        return None
+    if image.startswith("ssm:"):
+        return image.removeprefix("ssm:")
+    if image in IMAGE_ALIASES:
+        return IMAGE_ALIASES[image][arch]
+    known = ", ".join(sorted(IMAGE_ALIASES))
+    raise InvalidRequestError(f"unknown image {image!r}: use an ami-... id, ssm:/parameter, or one of {known}")
+
+
+def preflight(aws: AwsClients, ctx: Context) -> None:
+    infra, spec = ctx.infra, ctx.spec
+    infra.AccountID = aws_call(aws.sts.get_caller_identity)["Account"]
+    infra.Region = spec.provider.region
+    infra.ExecMode = spec.exec_mode.value
+
+    if not spec.network.existing_vpc_id:
+        zones = aws_call(
+            aws.ec2.describe_availability_zones,
+            Filters=[
+                {"Name": "state", "Values": ["available"]},
+                {"Name": "zone-type", "Values": ["availability-zone"]},
+            ],
+        )["AvailabilityZones"]
+        names = sorted(z["ZoneName"] for z in zones)
+        if len(names) < spec.network.zones:
+            raise InvalidRequestError(
+                f"{spec.provider.region} has {len(names)} available zones, network.zones asks for {spec.network.zones}"
+            )
+        infra.Zones = names[: spec.network.zones]
+
+    images: dict[str, PoolImage] = {}
+    for pool_name, pool in spec.pools.items():
+        param = image_parameter(pool.image, pool.arch)
+        if param:
+            try:
+                ami = aws_call(aws.ssm.get_parameter, Name=param)["Parameter"]["Value"]
+            except NotFoundError as err:
+                raise InvalidRequestError(f"pools.{pool_name}.image: parameter {param} not found in region") from err
+        else:
+            ami = pool.image
+        found = aws_call(aws.ec2.describe_images, ImageIds=[ami])["Images"]
+        if not found:
+            raise InvalidRequestError(f"pools.{pool_name}.image: {ami} not found in {spec.provider.region}")
+        if found[0].get("Architecture") != AWS_ARCH[pool.arch]:
+            raise InvalidRequestError(
+                f"pools.{pool_name}.image: {ami} is {found[0].get('Architecture')}, pool arch is {pool.arch.value}"
+            )
+        images[pool_name] = PoolImage(ImageID=ami, RootDeviceName=found[0].get("RootDeviceName", "/dev/xvda"))
+    infra.Images = images
+
+    types = {p.instance_type for p in spec.pools.values()}
+    described = aws_call(aws.ec2.describe_instance_types, InstanceTypes=sorted(types))["InstanceTypes"]
+    archs = {d["InstanceType"]: d["ProcessorInfo"]["SupportedArchitectures"] for d in described}
+    for pool_name, pool in spec.pools.items():
+        if pool.instance_type not in archs:
+            raise InvalidRequestError(f"pools.{pool_name}.instanceType: {pool.instance_type} is not offered here")
+        if AWS_ARCH[pool.arch] not in archs[pool.instance_type]:
+            raise InvalidRequestError(
+                f"pools.{pool_name}.instanceType: {pool.instance_type} does not run {pool.arch.value} "
+                f"(supports {', '.join(archs[pool.instance_type])})"
+            )
+    ctx.save()
+    ctx.log(f"account {infra.AccountID}, zones {', '.join(infra.Zones)}, images resolved")

@@ -1,0 +1,87 @@
+"""boto3 clients for one target (a real account or the sandbox), with deadlines, retries and call counts.
+
+In sandbox mode the session is built from fixed dummy credentials and an explicit endpoint, so the
+user's real AWS credentials are never read. Every API call is counted per step (for `bench/`).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+from vmplane.clouds.base import API_CALLS
+
+SANDBOX_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
+
+_BOTO_CONFIG = Config(
+    connect_timeout=5,
+    read_timeout=60,
+    # "standard" retries throttling, 5xx and connection errors with jittered backoff.
+    retries={"mode": "standard", "max_attempts": 6},
+    user_agent_extra="vmplane",
+)
+
+
+@dataclass(frozen=True)
+class AwsTarget:
+    region: str
+    profile: str | None = None
+    endpoint_url: str | None = None  # set only for the sandbox
+
+    @property
+    def sandbox(self) -> bool:
+        return self.endpoint_url is not None
+
+    def describe(self) -> str:
+        return f"sandbox {self.endpoint_url} ({self.region})" if self.sandbox else f"AWS {self.region}"
+
+
+def _count_call(model: Any, **_: Any) -> None:
+    tally = API_CALLS.get()
+    if tally is not None:
+        tally[f"{model.service_model.endpoint_prefix}.{model.name}"] += 1
+
+
+class AwsClients:
+    """Lazily created, thread-safe cache of boto3 clients for one target."""
+
+    def __init__(self, target: AwsTarget) -> None:
+        self.target = target
+        self._lock = threading.Lock()
+        self._clients: dict[str, Any] = {}
+        if target.sandbox:
+            self._session = boto3.session.Session(region_name=target.region, **SANDBOX_CREDENTIALS)
+        else:
+            self._session = boto3.session.Session(region_name=target.region, profile_name=target.profile)
+
+    def client(self, service: str) -> Any:
+        with self._lock:
+            if service not in self._clients:
+                c = self._session.client(service, endpoint_url=self.target.endpoint_url, config=_BOTO_CONFIG)
+                c.meta.events.register("before-call.*.*", _count_call)
+                self._clients[service] = c
+            return self._clients[service]
+
+    @property
+    def ec2(self) -> Any:
+        return self.client("ec2")
+
+    @property
+    def iam(self) -> Any:
+        return self.client("iam")
+
+    @property
+    def ssm(self) -> Any:
+        return self.client("ssm")
+
+    @property
+    def sts(self) -> Any:
+        return self.client("sts")
+
+    @property
+    def autoscaling(self) -> Any:
+        return self.client("autoscaling")

@@ -1,0 +1,25 @@
+"""AWS shapes of vmplane's tag set."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vmplane.clouds.base import Tagger
+
+
+def tag_list(tags: dict[str, str]) -> list[dict[str, str]]:
+    return [{"Key": k, "Value": v} for k, v in sorted(tags.items())]
+
+
+def tag_spec(resource_type: str, tags: dict[str, str]) -> list[dict[str, Any]]:
+    return [{"ResourceType": resource_type, "Tags": tag_list(tags)}]
+
+
+def job_filters(tagger: Tagger, role: str | None = None, name: str | None = None) -> list[dict[str, Any]]:
+    """EC2 Filters matching resources of this job (and role/name): how find-by-tag works."""
+    f: list[dict[str, Any]] = [{"Name": f"tag:{tagger.job_key}", "Values": [tagger.job_id]}]
+    if role:
+        f.append({"Name": f"tag:{tagger.role_key}", "Values": [role]})
+    if name:
+        f.append({"Name": "tag:Name", "Values": [name]})
+    return f

@@ -1,0 +1,206 @@
+"""Plans as data: the ordered steps of a job and the resources each creates or destroys.
+
+The same Plan object drives `vmplane plan`, the confirmation before `apply`/`destroy`, and
+`--output json`. Resource types use Terraform's names so the direct pipeline and the generated
+OpenTofu stack can be compared line for line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from vmplane.spec.models import AsgPool, EnvSpec, FixedPool
+from vmplane.state import InfraConfig
+
+# The seed's pipeline, names verbatim: 7 steps, 11 with a load balancer.
+PROVISION_STEPS = [
+    "stepValidate",
+    "stepCreateNetwork",
+    "stepCreateIAM",
+    "stepCreateLaunchTemplate",
+    "stepCreateVMs",
+    "stepRegisterSpace",
+    "stepFinalize",
+]
+LB_STEPS = ["stepCreateLoadBalancer", "stepCreateTargetGroup", "stepCreateListener", "stepCreateDNSRecord"]
+
+# The seed's teardown order: LB, VMs, launch template, security group, IAM, network (if ours).
+TEARDOWN_STEPS = [
+    "stepDetachLoadBalancer",
+    "stepTerminateVMs",
+    "stepDeleteLaunchTemplate",
+    "stepDeleteSecurityGroup",
+    "stepDeleteIAM",
+    "stepDeleteNetwork",
+    "stepUnregisterSpace",
+]
+
+
+def provision_steps(spec: EnvSpec) -> list[str]:
+    if spec.load_balancer is None:
+        return list(PROVISION_STEPS)
+    at = PROVISION_STEPS.index("stepCreateVMs") + 1
+    return [*PROVISION_STEPS[:at], *LB_STEPS, *PROVISION_STEPS[at:]]
+
+
+class Action(StrEnum):
+    create = "+"
+    update = "~"
+    destroy = "-"
+    replace = "-/+"
+
+
+ACTION_WORDS = {
+    Action.create: "create",
+    Action.update: "update in place",
+    Action.destroy: "destroy",
+    Action.replace: "destroy and then create replacement",
+}
+
+
+@dataclass(frozen=True)
+class PlannedResource:
+    action: Action
+    type: str
+    name: str
+    step: str
+    detail: str = ""
+
+
+@dataclass
+class Plan:
+    kind: str  # "provision" | "teardown" | "none"
+    env: str
+    target: str
+    steps: list[str]
+    resources: list[PlannedResource] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def count(self, *actions: Action) -> int:
+        return sum(1 for r in self.resources if r.action in actions)
+
+    @property
+    def summary(self) -> str:
+        if not self.resources:
+            return "No changes."
+        add = self.count(Action.create, Action.replace)
+        change = self.count(Action.update)
+        destroy = self.count(Action.destroy, Action.replace)
+        return f"Plan: {add} to add, {change} to change, {destroy} to destroy."
+
+    def legend(self) -> list[str]:
+        present = [a for a in Action if any(r.action is a for r in self.resources)]
+        return [f"  {a.value} {ACTION_WORDS[a]}" for a in present]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "env": self.env,
+            "target": self.target,
+            "steps": self.steps,
+            "resources": [
+                {"action": r.action.value, "type": r.type, "name": r.name, "step": r.step, "detail": r.detail}
+                for r in self.resources
+            ],
+            "notes": self.notes,
+            "summary": self.summary,
+        }
+
+
+def provision_plan(spec: EnvSpec, target: str) -> Plan:
+    """What applying `spec` to nothing creates (AWS shapes)."""
+    add: list[PlannedResource] = []
+
+    def plus(type_: str, name: str, step: str, detail: str = "") -> None:
+        add.append(PlannedResource(Action.create, type_, name, step, detail))
+
+    env, net = spec.name, spec.network
+    step = "stepCreateNetwork"
+    if net.existing_vpc_id:
+        notes = [f"existing VPC {net.existing_vpc_id} is used as is and never modified or deleted"]
+    else:
+        notes = []
+        plus("aws_vpc", env, step, net.cidr)
+        plus("aws_internet_gateway", f"{env}-igw", step)
+        for i in range(net.zones):
+            plus("aws_subnet", f"{env}-public-{i}", step, "public (NAT, load balancer)")
+        for i in range(net.zones):
+            plus("aws_subnet", f"{env}-private-{i}", step, "private (VMs), no public IPs")
+        plus("aws_eip", f"{env}-nat", step)
+        plus("aws_nat_gateway", f"{env}-nat", step, "egress for the private subnets")
+        plus("aws_route_table", f"{env}-rt-public", step, "0.0.0.0/0 -> internet gateway")
+        plus("aws_route_table", f"{env}-rt-private", step, "0.0.0.0/0 -> NAT gateway")
+    step = "stepCreateIAM"
+    role = f"vmplane-{spec.org}-{env}-vm"
+    plus("aws_iam_role", role, step, f"exec channel {spec.exec_mode.value} only")
+    plus("aws_iam_role_policy_attachment", f"{role}/AmazonSSMManagedInstanceCore", step)
+    plus("aws_iam_instance_profile", role, step)
+    step = "stepCreateLaunchTemplate"
+    plus("aws_security_group", f"{env}-vm", step, "ingress from inside the VPC only; no port 22")
+    for port in net.ingress_ports:
+        plus("aws_vpc_security_group_ingress_rule", f"{env}-vm-tcp-{port}", step, f"tcp/{port} from the VPC CIDR")
+    for pool_name, pool in spec.pools.items():
+        plus(
+            "aws_launch_template",
+            f"{env}-{pool_name}",
+            step,
+            f"{pool.image} {pool.instance_type} {pool.arch.value}, IMDSv2 required, encrypted {pool.disk_gb} GB",
+        )
+    step = "stepCreateVMs"
+    for pool_name, pool in spec.pools.items():
+        if isinstance(pool, FixedPool):
+            for i in range(pool.size):
+                plus("aws_instance", f"{env}-{pool_name}-{i}", step, f"bootstrap {spec.bootstrap.mode.value}")
+        elif isinstance(pool, AsgPool):
+            plus(
+                "aws_autoscaling_group",
+                f"{env}-{pool_name}",
+                step,
+                f"min {pool.min} / desired {pool.desired} / max {pool.max}",
+            )
+    if spec.load_balancer is not None:
+        notes.append("the load balancer steps are not available yet; stepValidate will refuse this file")
+    return Plan("provision", env, target, provision_steps(spec), add, notes)
+
+
+def teardown_plan(spec: EnvSpec, infra: InfraConfig, target: str) -> Plan:
+    """What destroying a recorded environment deletes, in teardown order."""
+    out: list[PlannedResource] = []
+
+    def minus(type_: str, name: str, step: str, detail: str = "") -> None:
+        out.append(PlannedResource(Action.destroy, type_, name, step, detail))
+
+    if infra.LoadBalancerID:
+        minus("aws_lb", infra.LoadBalancerID, "stepDetachLoadBalancer")
+    for vm in infra.VMs:
+        if vm.ID:
+            minus("aws_instance", vm.ID, "stepTerminateVMs", vm.Name)
+    for pool, asg in infra.ScalingGroupID.items():
+        minus("aws_autoscaling_group", asg, "stepTerminateVMs", pool)
+    for pool, lt in infra.LaunchTemplateID.items():
+        minus("aws_launch_template", lt, "stepDeleteLaunchTemplate", pool)
+    if infra.VMSecurityGroupID:
+        minus("aws_security_group", infra.VMSecurityGroupID, "stepDeleteSecurityGroup")
+    if infra.RoleName:
+        minus("aws_iam_instance_profile", infra.RoleName, "stepDeleteIAM")
+        minus("aws_iam_role", infra.RoleName, "stepDeleteIAM")
+    notes = []
+    if infra.VpcCreated:
+        for nat in infra.NatGatewayIDs:
+            minus("aws_nat_gateway", nat, "stepDeleteNetwork")
+        for eip in infra.ElasticIPAllocationIDs:
+            minus("aws_eip", eip, "stepDeleteNetwork")
+        for rt in filter(None, [infra.PublicRouteTableID, infra.PrivateRouteTableID]):
+            minus("aws_route_table", rt, "stepDeleteNetwork")
+        for sub in [*infra.PublicSubnetIDs, *infra.PrivateSubnetIDs]:
+            minus("aws_subnet", sub, "stepDeleteNetwork")
+        if infra.InternetGatewayID:
+            minus("aws_internet_gateway", infra.InternetGatewayID, "stepDeleteNetwork")
+        if infra.VpcID:
+            minus("aws_vpc", infra.VpcID, "stepDeleteNetwork")
+    elif infra.VpcID:
+        notes.append(f"existing VPC {infra.VpcID} is not vmplane's and stays untouched")
+    notes.append("anything else tagged with this job id is found by tag and deleted too")
+    return Plan("teardown", spec.name, target, list(TEARDOWN_STEPS), out, notes)

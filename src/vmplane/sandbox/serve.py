@@ -1,0 +1,33 @@
+"""The sandbox process: moto's server on 127.0.0.1, an emulated AWS account that lives in memory.
+
+Run by `vmplane sandbox start` (or `--sandbox`) as a detached child; it stays up for later commands
+until `vmplane sandbox stop`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import threading
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m vmplane.sandbox.serve")
+    parser.add_argument("--port", type=int, required=True)
+    args = parser.parse_args()
+    # Lets the sandbox attach AWS managed policies such as AmazonSSMManagedInstanceCore.
+    os.environ["MOTO_IAM_LOAD_MANAGED_POLICIES"] = "true"
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=args.port, verbose=False)
+    server.start()
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    stop.wait()
+    server.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,262 @@
+"""The environment spec: one immutable model tree, the single source of truth for the file format.
+
+Field names in the JSONC file are camelCase (aliases); Python attributes are snake_case. Every model
+forbids unknown keys so a typo is an error with a did-you-mean, never a silently ignored setting.
+The JSON Schema that editors use (`vmplane schema`) is generated from these models.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from enum import StrEnum
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+
+DNS_LABEL = r"^[a-z]([a-z0-9-]{0,30}[a-z0-9])?$"
+_DNS_LABEL_RE = re.compile(DNS_LABEL)
+SENTINEL_PATH = "/var/lib/vmplane/bootstrap-complete"
+
+
+class SpecModel(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        frozen=True,
+        use_enum_values=False,
+    )
+
+
+class Cloud(StrEnum):
+    aws = "aws"
+    gcp = "gcp"
+    azure = "azure"
+    proxmox = "proxmox"
+
+
+class ExecMode(StrEnum):
+    """The IAM-gated exec channel; names verbatim from the seed."""
+
+    SSM = "SSM"
+    OSConfig = "OSConfig"
+    AzureRunCmd = "AzureRunCmd"
+
+
+DEFAULT_EXEC_MODE: dict[Cloud, ExecMode] = {
+    Cloud.aws: ExecMode.SSM,
+    Cloud.gcp: ExecMode.OSConfig,
+    Cloud.azure: ExecMode.AzureRunCmd,
+    Cloud.proxmox: ExecMode.SSM,  # placeholder until the Proxmox driver defines its channel
+}
+
+
+class BootstrapMode(StrEnum):
+    nginx = "nginx"
+    bare = "bare"
+
+
+class Arch(StrEnum):
+    amd64 = "amd64"
+    arm64 = "arm64"
+
+
+class Provider(SpecModel):
+    cloud: Cloud = Field(description="Which cloud the environment lives in.")
+    region: str = Field(min_length=1, description="Cloud region, e.g. us-east-1.")
+    profile: str | None = Field(
+        default=None,
+        description="Named credentials profile (AWS). Never read in sandbox mode.",
+    )
+
+
+class Network(SpecModel):
+    cidr: str = Field(
+        default="10.40.0.0/16",
+        description="CIDR of the new VPC (ignored when existingVpcId is set). /16 to /24.",
+    )
+    zones: int = Field(
+        default=2,
+        ge=2,
+        le=6,
+        description="How many availability zones to spread subnets and VMs over (at least 2).",
+    )
+    existing_vpc_id: str | None = Field(
+        default=None,
+        pattern=r"^vpc-[0-9a-f]+$",
+        description="Use this VPC instead of creating one; vmplane never modifies or deletes it.",
+    )
+    existing_private_subnet_ids: list[str] = Field(
+        default_factory=list,
+        description="Private subnets of the existing VPC for the VMs (required with existingVpcId).",
+    )
+    ingress_ports: list[Annotated[int, Field(ge=1, le=65535)]] = Field(
+        default_factory=lambda: [80],
+        description="TCP ports the VM security group opens, to sources inside the VPC only. Never 22.",
+    )
+
+    @field_validator("cidr")
+    @classmethod
+    def _cidr(cls, v: str) -> str:
+        try:
+            net = ipaddress.ip_network(v, strict=True)
+        except ValueError as e:
+            raise ValueError(f"not a valid network CIDR: {e}") from None
+        if net.version != 4 or not 16 <= net.prefixlen <= 24:
+            raise ValueError("must be an IPv4 CIDR between /16 and /24")
+        if not net.is_private:
+            raise ValueError("must be a private range (10/8, 172.16/12 or 192.168/16)")
+        return v
+
+    @field_validator("ingress_ports")
+    @classmethod
+    def _no_ssh(cls, v: list[int]) -> list[int]:
+        if 22 in v:
+            raise ValueError("port 22 is never opened: use the exec channel (`vmplane exec`) instead of SSH")
+        if len(set(v)) != len(v):
+            raise ValueError("ports must be unique")
+        return sorted(v)
+
+    @model_validator(mode="after")
+    def _existing(self) -> Network:
+        if self.existing_vpc_id and not self.existing_private_subnet_ids:
+            raise ValueError("existingPrivateSubnetIds is required when existingVpcId is set")
+        if self.existing_private_subnet_ids and not self.existing_vpc_id:
+            raise ValueError("existingPrivateSubnetIds needs existingVpcId")
+        return self
+
+
+class PoolBase(SpecModel):
+    instance_type: str = Field(default="t3.small", min_length=1, description="Cloud instance type.")
+    image: str = Field(
+        default="al2023",
+        description=(
+            "An image id (ami-...), an alias (al2023, ubuntu-24.04, debian-12) resolved through the "
+            "cloud's public parameters, or ssm:/path/to/parameter."
+        ),
+    )
+    arch: Arch = Field(default=Arch.amd64, description="CPU architecture; must match the instance type.")
+    disk_gb: int = Field(default=20, ge=8, le=16384, description="Root volume size (encrypted, gp3).")
+
+
+class FixedPool(PoolBase):
+    mode: Literal["fixed"] = Field(description="N VMs with stable names <env>-<pool>-<index>.")
+    size: int = Field(ge=1, le=100, description="Number of VMs.")
+
+
+class AsgPool(PoolBase):
+    mode: Literal["asg"] = Field(description="An auto-scaling group from the launch template.")
+    min: int = Field(ge=0, le=1000)
+    max: int = Field(ge=1, le=1000)
+    desired: int = Field(ge=0, le=1000)
+
+    @model_validator(mode="after")
+    def _bounds(self) -> AsgPool:
+        if not self.min <= self.desired <= self.max:
+            raise ValueError(f"need min <= desired <= max, got {self.min} <= {self.desired} <= {self.max}")
+        return self
+
+
+Pool = Annotated[FixedPool | AsgPool, Field(discriminator="mode")]
+
+
+class Bootstrap(SpecModel):
+    mode: BootstrapMode = Field(
+        default=BootstrapMode.nginx,
+        description=("nginx: Docker + NGINX on the nginx-on-zop-net bridge; bare: Docker and the network only."),
+    )
+    timeout_seconds: int = Field(
+        default=900, ge=10, le=7200, description="How long stepCreateVMs waits for the sentinel file."
+    )
+
+
+class Exec(SpecModel):
+    mode: ExecMode | None = Field(default=None, description="Exec channel; defaults per cloud (AWS: SSM).")
+
+
+class Runtime(SpecModel):
+    env: dict[str, str] = Field(default_factory=dict, description="Environment variables for workloads.")
+    files: dict[str, str] = Field(default_factory=dict, description="Absolute path on the VM -> file content.")
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, v: dict[str, str]) -> dict[str, str]:
+        for k in v:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k):
+                raise ValueError(f"{k!r} is not a valid environment variable name")
+        return v
+
+    @field_validator("files")
+    @classmethod
+    def _abs_paths(cls, v: dict[str, str]) -> dict[str, str]:
+        for k in v:
+            if not k.startswith("/") or ".." in k.split("/"):
+                raise ValueError(f"{k!r} must be an absolute path without '..'")
+        return v
+
+
+class CertSource(StrEnum):
+    AWSACM = "AWSACM"
+    GCPManaged = "GCPManaged"
+    AzureKeyVault = "AzureKeyVault"
+
+
+class HealthCheck(SpecModel):
+    path: str = Field(default="/healthz", pattern=r"^/")
+    port: int = Field(default=80, ge=1, le=65535)
+    healthy_threshold: int = Field(default=3, ge=2, le=10)
+    unhealthy_threshold: int = Field(default=3, ge=2, le=10)
+    interval_seconds: int = Field(default=15, ge=5, le=300)
+
+
+class LoadBalancer(SpecModel):
+    """Declared now so files written today stay valid; the LB steps arrive with the LB pipeline."""
+
+    domain: str = Field(min_length=3, description="DNS name the LB answers on.")
+    hosted_zone_id: str | None = Field(default=None, description="Route53 zone for the alias and validation.")
+    cert_source: CertSource = Field(default=CertSource.AWSACM)
+    certificate_arn: str | None = Field(default=None, description="Use this certificate instead of requesting one.")
+    target_port: int = Field(default=80, ge=1, le=65535)
+    health_check: HealthCheck = Field(default_factory=HealthCheck)
+
+
+class EnvSpec(SpecModel):
+    schema_: str | None = Field(default=None, alias="$schema", description="Path to the local JSON Schema.")
+    name: str = Field(
+        pattern=DNS_LABEL,
+        description="Environment name: the identity. DNS-safe, 1-32 chars. Cannot change in place.",
+    )
+    org: str = Field(pattern=DNS_LABEL, description="Owning organisation id (the zop:orgId tag).")
+    provider: Provider
+    network: Network = Field(default_factory=Network)
+    pools: dict[str, Pool] = Field(min_length=1, description="VM pools by name (DNS-safe names).")
+    bootstrap: Bootstrap = Field(default_factory=Bootstrap)
+    exec_: Exec = Field(default_factory=Exec, alias="exec")
+    tag_prefix: str = Field(default="zop:", pattern=r"^[A-Za-z0-9_.:/=+@-]{1,32}$")
+    tags: dict[str, str] = Field(default_factory=dict, description="Extra tags on every resource.")
+    runtime: Runtime = Field(default_factory=Runtime)
+    load_balancer: LoadBalancer | None = Field(default=None)
+
+    @field_validator("pools")
+    @classmethod
+    def _pool_names(cls, v: dict[str, FixedPool | AsgPool]) -> dict[str, FixedPool | AsgPool]:
+        for k in v:
+            if not _DNS_LABEL_RE.match(k):
+                raise ValueError(f"pool name {k!r} must be DNS-safe (lowercase letters, digits, '-')")
+        return v
+
+    @field_validator("tags")
+    @classmethod
+    def _tag_limits(cls, v: dict[str, str]) -> dict[str, str]:
+        for k, val in v.items():
+            if k.lower().startswith("aws:"):
+                raise ValueError(f"tag key {k!r}: the aws: prefix is reserved")
+            if not 1 <= len(k) <= 128 or len(val) > 256:
+                raise ValueError(f"tag {k!r}: keys are 1-128 chars, values at most 256")
+        return v
+
+    @property
+    def exec_mode(self) -> ExecMode:
+        return self.exec_.mode or DEFAULT_EXEC_MODE[self.provider.cloud]

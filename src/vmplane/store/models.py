@@ -1,0 +1,60 @@
+"""vmplane's own tables. Job state (spec, InfraConfig, steps) lives in JSON columns: the seed's
+"no new tables; a new field to track is a struct extension, not a migration"."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import JSON, DateTime, Integer, MetaData, String, Text, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+# Deterministic constraint names, so Alembic migrations are the same on SQLite and PostgreSQL.
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class JobRow(Base):
+    __tablename__ = "jobs"
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    org: Mapped[str] = mapped_column(String(64), index=True)
+    env_name: Mapped[str] = mapped_column(String(64), index=True)
+    status: Mapped[str] = mapped_column(String(20), index=True)
+    # Bumped on every write; the API's If-Match and optimistic concurrency use it.
+    version: Mapped[int] = mapped_column(Integer, default=1)
+    config: Mapped[dict[str, Any]] = mapped_column(JSON)  # {"spec", "infra", "target"}
+    steps: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
+    teardown_steps: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
+
+
+class EnvironmentRow(Base):
+    """The inventory (`vmplane envs`): environments that stepRegisterSpace made visible."""
+
+    __tablename__ = "environments"
+    __table_args__ = (UniqueConstraint("org", "name"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    org: Mapped[str] = mapped_column(String(64))
+    name: Mapped[str] = mapped_column(String(64))
+    job_id: Mapped[str] = mapped_column(String(40), index=True)
+    cloud: Mapped[str] = mapped_column(String(16))
+    region: Mapped[str] = mapped_column(String(32))
+    outputs: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    registered_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
