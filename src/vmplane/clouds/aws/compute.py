@@ -66,14 +66,12 @@ def ensure_security_group(aws: AwsClients, ctx: Context) -> str:
     }
     to_add = sorted(desired - current)
     if to_add:
-        try:
+        with contextlib.suppress(ConflictError):  # InvalidPermission.Duplicate: added before a crash
             aws_call(
                 ec2.authorize_security_group_ingress,
                 GroupId=sg["GroupId"],
                 IpPermissions=[_tcp_rule(port, cidr) for port, cidr in to_add],
             )
-        except ConflictError:
-            pass  # InvalidPermission.Duplicate: added before a crash
     # Security groups are mutable in place (the seed): drop rules the spec no longer asks for.
     stale = sorted(current - desired)
     if stale:
@@ -229,7 +227,12 @@ def _run_instance(aws: AwsClients, ctx: Context, pool_name: str, name: str, subn
                     MaxCount=1,
                     # Same token on a retry after a crash: AWS returns the first instance, not a new one.
                     ClientToken=f"{ctx.job_id}-{name}"[:64],
-                    TagSpecifications=tag_spec("instance", ctx.tagger.tags("vm", name)),
+                    # Tagged here as well as in the template: tags must not depend on propagation.
+                    TagSpecifications=[
+                        *tag_spec("instance", ctx.tagger.tags("vm", name)),
+                        *tag_spec("volume", ctx.tagger.tags("volume", f"{name}-root")),
+                        *tag_spec("network-interface", ctx.tagger.tags("vm-eni", f"{name}-eni")),
+                    ],
                 )["Instances"][0]
             )
         except InvalidRequestError as err:
@@ -437,7 +440,11 @@ def delete_launch_templates(aws: AwsClients, ctx: Context) -> None:
 
 def delete_security_group(aws: AwsClients, ctx: Context) -> None:
     ec2 = aws.ec2
-    groups = aws_call(ec2.describe_security_groups, Filters=job_filters(ctx.tagger))["SecurityGroups"]
+    groups = [
+        g
+        for g in aws_call(ec2.describe_security_groups, Filters=job_filters(ctx.tagger))["SecurityGroups"]
+        if g["GroupName"] != "default"  # the VPC's own group goes with the VPC
+    ]
     for sg in groups:
 
         def delete(gid: str = sg["GroupId"]) -> None:

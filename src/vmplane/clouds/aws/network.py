@@ -10,7 +10,7 @@ from typing import Any
 
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.session import AwsClients
-from vmplane.clouds.aws.tags import job_filters, tag_spec
+from vmplane.clouds.aws.tags import job_filters, tag_list, tag_spec
 from vmplane.clouds.base import Context
 from vmplane.clouds.errors import ConflictError, DependencyViolationError, InvalidRequestError, NotFoundError
 from vmplane.clouds.waits import poll, retry
@@ -55,6 +55,7 @@ def ensure_network(aws: AwsClients, ctx: Context) -> None:
         # Private DNS names are needed by the SSM agent and most workloads.
         aws_call(ec2.modify_vpc_attribute, VpcId=infra.VpcID, EnableDnsSupport={"Value": True})
         aws_call(ec2.modify_vpc_attribute, VpcId=infra.VpcID, EnableDnsHostnames={"Value": True})
+        _tag_vpc_defaults(aws, ctx)
         ctx.log(f"vpc {infra.VpcID} ({net.cidr})")
 
     if not infra.InternetGatewayID:
@@ -93,6 +94,34 @@ def ensure_network(aws: AwsClients, ctx: Context) -> None:
             aws, ctx, "rt-private", infra.PrivateSubnetIDs, {"NatGatewayId": infra.NatGatewayIDs[0]}
         )
         ctx.save()
+
+
+def _tag_vpc_defaults(aws: AwsClients, ctx: Context) -> None:
+    """AWS creates a main route table, default security group and default ACL with every VPC; tag them
+    too so every resource of the environment carries the tag set (they go away with the VPC)."""
+    ec2, vpc = aws.ec2, [{"Name": "vpc-id", "Values": [ctx.infra.VpcID]}]
+    ids = [
+        rt["RouteTableId"]
+        for rt in aws_call(ec2.describe_route_tables, Filters=[*vpc, {"Name": "association.main", "Values": ["true"]}])[
+            "RouteTables"
+        ]
+    ]
+    ids += [
+        g["GroupId"]
+        for g in aws_call(ec2.describe_security_groups, Filters=[*vpc, {"Name": "group-name", "Values": ["default"]}])[
+            "SecurityGroups"
+        ]
+    ]
+    ids += [
+        a["NetworkAclId"]
+        for a in aws_call(ec2.describe_network_acls, Filters=[*vpc, {"Name": "default", "Values": ["true"]}])[
+            "NetworkAcls"
+        ]
+    ]
+    if ids:
+        aws_call(
+            ec2.create_tags, Resources=ids, Tags=tag_list(ctx.tagger.tags("vpc-default", f"{ctx.spec.name}-default"))
+        )
 
 
 def _adopt_existing(aws: AwsClients, ctx: Context) -> None:
@@ -191,10 +220,8 @@ def _ensure_route_table(aws: AwsClients, ctx: Context, role: str, subnet_ids: li
     )
     rt_id = rt["RouteTableId"]
     if not any(r.get("DestinationCidrBlock") == "0.0.0.0/0" for r in rt.get("Routes", [])):
-        try:
+        with contextlib.suppress(ConflictError):  # RouteAlreadyExists after a crash before the checkpoint
             aws_call(ec2.create_route, RouteTableId=rt_id, DestinationCidrBlock="0.0.0.0/0", **target)
-        except ConflictError:
-            pass  # RouteAlreadyExists after a crash between create and checkpoint
     associated = {a.get("SubnetId") for a in rt.get("Associations", [])}
     for subnet_id in subnet_ids:
         if subnet_id not in associated:
@@ -228,6 +255,8 @@ def delete_network(aws: AwsClients, ctx: Context) -> None:
     ctx.save()
 
     for rt in _find(ec2.describe_route_tables, "RouteTables", job_filters(t)):
+        if any(a.get("Main") for a in rt.get("Associations", [])):
+            continue  # the VPC's main route table goes with the VPC
         for assoc in rt.get("Associations", []):
             if not assoc.get("Main"):
                 _tolerate_missing(

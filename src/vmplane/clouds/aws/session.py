@@ -6,14 +6,20 @@ user's real AWS credentials are never read. Every API call is counted per step (
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import boto3
 from botocore.config import Config
 
 from vmplane.clouds.base import API_CALLS
+
+FAULT_PAUSE_ENV = "VMPLANE_FAULT_PAUSE_AFTER"
+FAULT_MARKER = "fault-paused"
 
 SANDBOX_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
 
@@ -46,6 +52,16 @@ def _count_call(model: Any, **_: Any) -> None:
         tally[f"{model.service_model.endpoint_prefix}.{model.name}"] += 1
 
 
+def _fault_pause(model: Any, **_: Any) -> None:
+    """Crash-test hook: after the named operation succeeds, mark it and hang so a test can kill -9
+    the process exactly between a cloud create and its checkpoint. Inert unless the variable is set."""
+    wanted = os.environ.get(FAULT_PAUSE_ENV)
+    if wanted and model.name == wanted:
+        marker = Path(os.environ.get("VMPLANE_HOME", ".")) / FAULT_MARKER
+        marker.write_text(model.name)
+        time.sleep(3600)
+
+
 class AwsClients:
     """Lazily created, thread-safe cache of boto3 clients for one target."""
 
@@ -63,6 +79,8 @@ class AwsClients:
             if service not in self._clients:
                 c = self._session.client(service, endpoint_url=self.target.endpoint_url, config=_BOTO_CONFIG)
                 c.meta.events.register("before-call.*.*", _count_call)
+                if os.environ.get(FAULT_PAUSE_ENV):
+                    c.meta.events.register("after-call.*.*", _fault_pause)
                 self._clients[service] = c
             return self._clients[service]
 

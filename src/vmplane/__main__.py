@@ -1,0 +1,3 @@
+from vmplane.cli.app import main
+
+main()
