@@ -1,0 +1,92 @@
+"""Test helpers: the sandbox handle, a runner for the real `vmplane` CLI in a subprocess, env files."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "examples"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Sandbox:
+    port: int
+    home: Path
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def client(self, service: str, region: str = "us-east-1") -> Any:
+        import boto3
+
+        return boto3.client(
+            service,
+            endpoint_url=self.endpoint,
+            region_name=region,
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
+
+
+@dataclass
+class Cli:
+    home: Path
+    sandbox_port: int
+
+    @property
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "VMPLANE_"))}
+        env.update(VMPLANE_HOME=str(self.home), VMPLANE_SANDBOX_PORT=str(self.sandbox_port), COLUMNS="200")
+        return env
+
+    def popen(self, *args: str, extra_env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "vmplane", *args],
+            env={**self.env, **(extra_env or {})},
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+        )
+
+    def run(self, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "vmplane", *args],
+            env=self.env,
+            text=True,
+            capture_output=True,
+            stdin=subprocess.DEVNULL,
+            timeout=timeout,
+            check=False,
+        )
+
+    def json(self, *args: str, expect: int = 0, timeout: float = 180) -> dict[str, Any]:
+        proc = self.run(*args, "--output", "json", timeout=timeout)
+        assert proc.returncode == expect, f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+        out: dict[str, Any] = json.loads(proc.stdout)
+        return out
+
+
+def write_env(tmp_path: Path, name: str, org: str = "acme", **overrides: Any) -> Path:
+    """A copy of examples/fixed.jsonc with another identity (tests share one sandbox account)."""
+    from vmplane.spec.load import load_spec
+
+    spec = load_spec(EXAMPLES / "fixed.jsonc").model_dump(mode="json", by_alias=True, exclude_none=True)
+    spec.update(name=name, org=org, **overrides)
+    path = tmp_path / f"{name}.jsonc"
+    path.write_text(json.dumps(spec, indent=2))
+    return path
