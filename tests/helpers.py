@@ -63,10 +63,12 @@ class Cli:
             stdin=subprocess.DEVNULL,
         )
 
-    def run(self, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, *args: str, timeout: float = 180, extra_env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [sys.executable, "-m", "vmplane", *args],
-            env=self.env,
+            env={**self.env, **(extra_env or {})},
             text=True,
             capture_output=True,
             stdin=subprocess.DEVNULL,
@@ -74,8 +76,10 @@ class Cli:
             check=False,
         )
 
-    def json(self, *args: str, expect: int = 0, timeout: float = 180) -> dict[str, Any]:
-        proc = self.run(*args, "--output", "json", timeout=timeout)
+    def json(
+        self, *args: str, expect: int = 0, timeout: float = 180, extra_env: dict[str, str] | None = None
+    ) -> dict[str, Any]:
+        proc = self.run(*args, "--output", "json", timeout=timeout, extra_env=extra_env)
         assert proc.returncode == expect, f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
         out: dict[str, Any] = json.loads(proc.stdout)
         return out

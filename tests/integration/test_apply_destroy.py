@@ -69,7 +69,17 @@ def job_resources(sb: Sandbox, job_id: str) -> dict[str, list]:
 def test_apply_then_destroy_fixed_pool(cli: Cli, sandbox: Sandbox, tmp_path) -> None:
     env_file = write_env(tmp_path, "itest-fixed")
 
-    job = cli.json("apply", "-f", str(env_file), "--sandbox", "--yes")
+    # A user's real AWS set-up must be neither read nor printed in sandbox mode (a broken profile
+    # would fail the run if it were read; the secret must appear nowhere in the output).
+    real = {
+        "AWS_PROFILE": "no-such-profile",
+        "AWS_ACCESS_KEY_ID": "AKIAIOSFODNN7EXAMPLE",
+        "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    }
+    proc = cli.run("apply", "-f", str(env_file), "--sandbox", "--yes", "--output", "json", extra_env=real)
+    assert proc.returncode == 0, proc.stderr
+    assert all(v not in proc.stdout + proc.stderr for v in real.values())
+    job = json.loads(proc.stdout)
     job_id = job["id"]
     assert job["status"] == "succeeded", job["error"]
     assert [s["name"] for s in job["steps"]] == PROVISION

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+import botocore.session
 from botocore.config import Config
 
 from vmplane.clouds.base import API_CALLS
@@ -70,7 +71,19 @@ class AwsClients:
         self._lock = threading.Lock()
         self._clients: dict[str, Any] = {}
         if target.sandbox:
-            self._session = boto3.session.Session(region_name=target.region, **SANDBOX_CREDENTIALS)
+            # A bare botocore session that ignores AWS_PROFILE and the shared config/credentials files:
+            # nothing of the user's AWS set-up is read, or can break, in sandbox mode.
+            # (config key, env var, default, converter): no env var and no file means nothing is read.
+            core = botocore.session.Session(
+                session_vars={
+                    "profile": (None, None, None, None),
+                    "config_file": (None, None, os.devnull, None),
+                    "credentials_file": (None, None, os.devnull, None),
+                }
+            )
+            self._session = boto3.session.Session(
+                region_name=target.region, botocore_session=core, **SANDBOX_CREDENTIALS
+            )
         else:
             self._session = boto3.session.Session(region_name=target.region, profile_name=target.profile)
 
