@@ -80,3 +80,46 @@ def test_plan_prints_plus_lines_and_summary(tmp_path) -> None:
     plan = c.json("plan", "-f", str(EXAMPLES / "fixed.jsonc"))
     assert plan["decision"] == "new" and len(plan["steps"]) == 7
     assert sum(1 for r in plan["resources"] if r["action"] == "+") == 18
+
+
+def test_init_writes_a_valid_starter_and_schema_and_never_overwrites(tmp_path) -> None:
+    from tests.helpers import Cli
+
+    c = Cli(home=tmp_path / "h", sandbox_port=1)
+    target = tmp_path / "proj" / "vmplane.env.jsonc"
+    proc = c.run("init", "--name", "shop", "--org", "acme", "-f", str(target))
+    assert proc.returncode == 0, proc.stderr
+    assert (target.parent / "vmplane.env.schema.json").exists()
+    assert c.json("validate", "-f", str(target))["name"] == "shop"
+    before = target.read_text()
+    again = c.run("init", "--name", "other", "-f", str(target))
+    assert again.returncode == 2 and "exists" in again.stderr
+    assert target.read_text() == before
+    assert c.run("init", "--name", "Not_DNS", "-f", str(tmp_path / "x.jsonc")).returncode == 2
+
+
+def test_sandbox_lifecycle_commands(tmp_path) -> None:
+    from tests.helpers import Cli, free_port
+
+    c = Cli(home=tmp_path / "h", sandbox_port=free_port())
+    assert c.json("sandbox", "status")["running"] is False
+    started = c.json("sandbox", "start")
+    assert started["running"] is True and started["endpoint"] == f"http://127.0.0.1:{c.sandbox_port}"
+    try:
+        assert c.json("sandbox", "start")["pid"] == started["pid"]  # left running, not started twice
+        import boto3
+
+        ec2 = boto3.client(
+            "ec2",
+            endpoint_url=started["endpoint"],
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
+        ec2.create_vpc(CidrBlock="10.9.0.0/16")
+        n = len(ec2.describe_vpcs()["Vpcs"])
+        assert c.json("sandbox", "reset")["running"] is True
+        assert len(ec2.describe_vpcs()["Vpcs"]) == n - 1  # reset forgot the VPC (the default one is back)
+    finally:
+        stopped = c.json("sandbox", "stop")
+    assert stopped["running"] is False

@@ -1,0 +1,180 @@
+"""Wall time of `vmplane apply` / `vmplane destroy` on a warm sandbox, split per step and process overhead.
+
+Runs the real CLI (`python -m vmplane`, no shim) in subprocesses against one sandbox started once in a
+fresh VMPLANE_HOME on a free 127.0.0.1 port. The first apply+destroy is reported separately as the cold
+run (moto loads its AMI/SSM catalogues on first use); then N warm runs.
+
+    python bench/apply_sandbox.py [--runs N] [--example examples/fixed.jsonc] [--json-out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+VMPLANE = [sys.executable, "-m", "vmplane"]
+TARGET_APPLY_S, TARGET_DESTROY_S = 5.0, 3.0
+
+
+@dataclass
+class Phase:
+    """One apply or destroy: whole-process wall time and what the job recorded."""
+
+    kind: str
+    wall: float
+    steps: dict[str, float]  # step name -> seconds (finishedAt - startedAt)
+    api_calls: dict[str, int]  # step name -> API calls in that step
+    span: float  # first step start -> last step end (steps + the gaps between them)
+    calls_by_op: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def step_sum(self) -> float:
+        return sum(self.steps.values())
+
+    @property
+    def total_calls(self) -> int:
+        return sum(self.api_calls.values())
+
+
+class BenchError(RuntimeError):
+    pass
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def run_cli(args: Sequence[str], env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess[str]]:
+    t0 = time.perf_counter()
+    proc = subprocess.run([*VMPLANE, *args], env=env, capture_output=True, text=True, timeout=600, check=False)
+    return time.perf_counter() - t0, proc
+
+
+def _ts(value: str) -> datetime:
+    return datetime.fromisoformat(value)
+
+
+def phase(kind: str, example: Path, env: dict[str, str]) -> Phase:
+    wall, proc = run_cli([kind, "-f", str(example), "--sandbox", "--yes", "--output", "json"], env)
+    want, key = ("succeeded", "steps") if kind == "apply" else ("deleted", "teardownSteps")
+    try:
+        job = json.loads(proc.stdout)
+    except ValueError:
+        job = {}
+    if proc.returncode != 0 or job.get("status") != want:
+        raise BenchError(
+            f"vmplane {kind} exited {proc.returncode} with status {job.get('status')!r} (wanted {want!r})\n"
+            f"--- stderr (tail) ---\n{proc.stderr[-3000:]}\n--- stdout (head) ---\n{proc.stdout[:1500]}"
+        )
+    steps, calls, by_op = {}, {}, {}
+    for s in job[key]:
+        if s["status"] != "succeeded":
+            raise BenchError(f"{kind}: step {s['name']} is {s['status']}: {s.get('error')}")
+        steps[s["name"]] = (_ts(s["finishedAt"]) - _ts(s["startedAt"])).total_seconds()
+        calls[s["name"]] = sum(s["apiCalls"].values())
+        for op, n in s["apiCalls"].items():
+            by_op[op] = by_op.get(op, 0) + n
+    span = (_ts(job[key][-1]["finishedAt"]) - _ts(job[key][0]["startedAt"])).total_seconds()
+    return Phase(kind, wall, steps, calls, span, by_op)
+
+
+def stop_sandbox(env: dict[str, str]) -> None:
+    """`vmplane sandbox stop`; if that fails, SIGTERM the pid the sandbox state file names (ours)."""
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        if run_cli(["sandbox", "stop"], env)[1].returncode == 0:
+            return
+    state = Path(env["VMPLANE_HOME"]) / "sandbox.json"
+    with contextlib.suppress(OSError, ValueError, KeyError, ProcessLookupError):
+        os.kill(int(json.loads(state.read_text())["pid"]), signal.SIGTERM)
+
+
+def _mmm(xs: Sequence[float]) -> str:
+    return f"{statistics.median(xs):6.2f} {min(xs):6.2f} {max(xs):6.2f}"
+
+
+def report(kind: str, runs: list[Phase], cold: Phase, target: float) -> str:
+    walls = [r.wall for r in runs]
+    lines = [
+        f"## {kind} ({len(runs)} warm runs; seconds)",
+        f"{'':34} {'median':>6} {'min':>6} {'max':>6}   cold",
+        f"{'wall (whole process)':34} {_mmm(walls)}   {cold.wall:5.2f}",
+        f"{'sum of step durations':34} {_mmm([r.step_sum for r in runs])}   {cold.step_sum:5.2f}",
+        f"{'gaps between steps (span - sum)':34} {_mmm([r.span - r.step_sum for r in runs])}"
+        f"   {cold.span - cold.step_sum:5.2f}",
+        f"{'process overhead (wall - span)':34} {_mmm([r.wall - r.span for r in runs])}   {cold.wall - cold.span:5.2f}",
+        f"{'overhead total (wall - sum)':34} {_mmm([r.wall - r.step_sum for r in runs])}"
+        f"   {cold.wall - cold.step_sum:5.2f}",
+        "",
+        f"{'step':34} {'median':>6} {'min':>6} {'max':>6}   cold  calls",
+    ]
+    for name in runs[0].steps:
+        ds = [r.steps[name] for r in runs]
+        calls = statistics.median(r.api_calls[name] for r in runs)
+        lines.append(f"{name:34} {_mmm(ds)}   {cold.steps[name]:5.2f}  {calls:5.0f}")
+    totals = [r.total_calls for r in runs]
+    lines.append(f"{'total API calls':34} {'':27}  {statistics.median(totals):5.0f}")
+    verdict = "MET" if statistics.median(walls) < target else "NOT MET"
+    lines.append(f"target: median wall < {target:.0f} s -> {verdict} ({statistics.median(walls):.2f} s)")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--example", type=Path, default=Path("examples/fixed.jsonc"))
+    ap.add_argument("--json-out", type=Path)
+    args = ap.parse_args(argv)
+    if args.runs < 1:
+        ap.error("--runs must be at least 1")
+
+    with tempfile.TemporaryDirectory(prefix="vmplane-bench-") as home:
+        env = {**os.environ, "VMPLANE_HOME": home, "VMPLANE_SANDBOX_PORT": str(free_port())}
+        try:
+            start_wall, proc = run_cli(["sandbox", "start"], env)
+            if proc.returncode != 0:
+                raise BenchError(f"sandbox start failed ({proc.returncode}): {proc.stderr or proc.stdout}")
+            print(f"sandbox start: {start_wall:.2f} s on port {env['VMPLANE_SANDBOX_PORT']}", file=sys.stderr)
+            cold = [phase("apply", args.example, env), phase("destroy", args.example, env)]
+            print(f"cold run: apply {cold[0].wall:.2f} s, destroy {cold[1].wall:.2f} s", file=sys.stderr)
+            runs: list[tuple[Phase, Phase]] = []
+            for i in range(args.runs):
+                runs.append((phase("apply", args.example, env), phase("destroy", args.example, env)))
+                print(f"run {i + 1}: apply {runs[-1][0].wall:.2f} s, destroy {runs[-1][1].wall:.2f} s", file=sys.stderr)
+        finally:
+            stop_sandbox(env)
+
+    print(f"# vmplane apply/destroy on the sandbox: {args.example}, python -m vmplane, sandbox start {start_wall:.2f} s\n")
+    print(report("apply", [a for a, _ in runs], cold[0], TARGET_APPLY_S) + "\n")
+    print(report("destroy", [d for _, d in runs], cold[1], TARGET_DESTROY_S))
+    if args.json_out:
+        data = {
+            "example": str(args.example),
+            "sandboxStartWall": start_wall,
+            "cold": [asdict(p) for p in cold],
+            "runs": [[asdict(a), asdict(d)] for a, d in runs],
+        }
+        args.json_out.write_text(json.dumps(data, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except BenchError as err:
+        print(f"FAILED: {err}", file=sys.stderr)
+        sys.exit(1)
