@@ -158,7 +158,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         finally:
             stop_sandbox(env)
 
-    print(f"# vmplane apply/destroy on the sandbox: {args.example}, python -m vmplane, sandbox start {start_wall:.2f} s\n")
+    print(f"# vmplane apply/destroy on the sandbox: {args.example} (python -m vmplane)")
+    print(f"sandbox start: {start_wall:.2f} s (once, before the cold run)\n")
     print(report("apply", [a for a, _ in runs], cold[0], TARGET_APPLY_S) + "\n")
     print(report("destroy", [d for _, d in runs], cold[1], TARGET_DESTROY_S))
     if args.json_out:

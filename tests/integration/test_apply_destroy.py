@@ -237,3 +237,25 @@ def test_azure_job_fails_with_clean_invalid(cli: Cli, sandbox: Sandbox, tmp_path
     assert validate["name"] == "stepValidate" and validate["status"] == "failed"
     assert validate["error"].startswith("Invalid: Azure")
     assert all(s["status"] == "pending" for s in job["steps"][1:])
+
+
+@pytest.mark.sandbox
+def test_asg_pool_in_private_subnets_then_scaled_to_zero_and_deleted(cli: Cli, sandbox: Sandbox, tmp_path) -> None:
+    env_file = write_env(tmp_path, "itest-asg", pools={"web": {"mode": "asg", "min": 1, "max": 3, "desired": 2}})
+    job = cli.json("apply", "-f", str(env_file), "--sandbox", "--yes")
+    assert job["status"] == "succeeded", job["error"]
+    infra = job["config"]["infra"]
+    name = infra["ScalingGroupID"]["web"]
+    asg = sandbox.client("autoscaling")
+    group = asg.describe_auto_scaling_groups(AutoScalingGroupNames=[name])["AutoScalingGroups"][0]
+    assert (group["MinSize"], group["MaxSize"], group["DesiredCapacity"]) == (1, 3, 2)
+    assert set(group["VPCZoneIdentifier"].split(",")) == set(infra["PrivateSubnetIDs"])
+    assert group["LaunchTemplate"]["LaunchTemplateId"] == infra["LaunchTemplateID"]["web"]
+    tags = {t["Key"]: (t["Value"], t["PropagateAtLaunch"]) for t in group["Tags"]}
+    assert tags["zop:jobId"] == (job["id"], True)
+    assert len(infra["VMs"]) == 2 and all(v["State"] == "ready" for v in infra["VMs"])
+
+    gone = cli.json("destroy", "-f", str(env_file), "--sandbox", "--yes")
+    assert gone["status"] == "deleted", gone["error"]
+    assert asg.describe_auto_scaling_groups(AutoScalingGroupNames=[name])["AutoScalingGroups"] == []
+    assert not any(job_resources(sandbox, job["id"]).values())
