@@ -93,14 +93,38 @@ def phase(kind: str, example: Path, env: dict[str, str]) -> Phase:
     return Phase(kind, wall, steps, calls, span, by_op)
 
 
+def _gone(pid: int, wait: float) -> bool:
+    """True once `pid` no longer exists (checked every 50 ms for up to `wait` seconds)."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+
+
 def stop_sandbox(env: dict[str, str]) -> None:
-    """`vmplane sandbox stop`; if that fails, SIGTERM the pid the sandbox state file names (ours)."""
+    """`vmplane sandbox stop`, then make sure the pid it had recorded (our sandbox) is really gone.
+
+    `sandbox stop` gives up silently after 10 s and deletes sandbox.json, so the pid is read first; a
+    sandbox still running 5 s later gets SIGTERM again, then SIGKILL, and a warning.
+    """
+    pid = None
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+        pid = int(json.loads((Path(env["VMPLANE_HOME"]) / "sandbox.json").read_text())["pid"])
     with contextlib.suppress(subprocess.TimeoutExpired):
-        if run_cli(["sandbox", "stop"], env)[1].returncode == 0:
+        run_cli(["sandbox", "stop"], env)
+    if pid is None or _gone(pid, 5):
+        return
+    print(f"WARNING: sandbox pid {pid} still runs 5 s after `vmplane sandbox stop`; signalling it", file=sys.stderr)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, sig)
+        if _gone(pid, 5):
             return
-    state = Path(env["VMPLANE_HOME"]) / "sandbox.json"
-    with contextlib.suppress(OSError, ValueError, KeyError, ProcessLookupError):
-        os.kill(int(json.loads(state.read_text())["pid"]), signal.SIGTERM)
 
 
 def _mmm(xs: Sequence[float]) -> str:
@@ -133,7 +157,12 @@ def report(kind: str, runs: list[Phase], cold: Phase, target: float) -> str:
     return "\n".join(lines)
 
 
+def note(msg: str, t0: float) -> None:
+    print(f"[{time.perf_counter() - t0:6.1f} s] {msg}", file=sys.stderr, flush=True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    t0 = time.perf_counter()
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--example", type=Path, default=Path("examples/fixed.jsonc"))
@@ -148,15 +177,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             start_wall, proc = run_cli(["sandbox", "start"], env)
             if proc.returncode != 0:
                 raise BenchError(f"sandbox start failed ({proc.returncode}): {proc.stderr or proc.stdout}")
-            print(f"sandbox start: {start_wall:.2f} s on port {env['VMPLANE_SANDBOX_PORT']}", file=sys.stderr)
+            note(f"sandbox start: {start_wall:.2f} s on port {env['VMPLANE_SANDBOX_PORT']}", t0)
             cold = [phase("apply", args.example, env), phase("destroy", args.example, env)]
-            print(f"cold run: apply {cold[0].wall:.2f} s, destroy {cold[1].wall:.2f} s", file=sys.stderr)
+            note(f"cold run: apply {cold[0].wall:.2f} s, destroy {cold[1].wall:.2f} s", t0)
             runs: list[tuple[Phase, Phase]] = []
             for i in range(args.runs):
                 runs.append((phase("apply", args.example, env), phase("destroy", args.example, env)))
-                print(f"run {i + 1}: apply {runs[-1][0].wall:.2f} s, destroy {runs[-1][1].wall:.2f} s", file=sys.stderr)
+                note(f"run {i + 1}: apply {runs[-1][0].wall:.2f} s, destroy {runs[-1][1].wall:.2f} s", t0)
         finally:
             stop_sandbox(env)
+            note("sandbox stopped", t0)
 
     print(f"# vmplane apply/destroy on the sandbox: {args.example} (python -m vmplane)")
     print(f"sandbox start: {start_wall:.2f} s (once, before the cold run)\n")
