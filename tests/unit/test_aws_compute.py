@@ -99,14 +99,6 @@ def test_changed_ports_are_reconciled_in_place(aws, web):
     assert _rules(_group(aws, gid)) == {("tcp", 443, 443, "10.40.0.0/16"), ("tcp", 9443, 9443, "10.40.0.0/16")}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "src gap: clouds/aws/compute.py:61-66 only considers single-port tcp IPv4 rules as 'current', so a "
-        "hand-added all-traffic / port-range / IPv6 rule (e.g. -1 from 0.0.0.0/0) survives reconciliation, "
-        "contradicting 'never 0.0.0.0/0'; revoke every ingress permission that is not a desired rule"
-    ),
-)
 def test_a_hand_added_all_traffic_rule_is_revoked(aws, web):
     gid = compute.ensure_security_group(aws, web)
     aws.ec2.authorize_security_group_ingress(
@@ -224,14 +216,6 @@ def test_a_new_image_is_a_new_version_of_the_same_template(aws, spec, ctx):
     assert _templates(aws)[0]["LatestVersionNumber"] == 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "src bug: clouds/aws/compute.py:168-170 _differs compares only ImageId/InstanceType/UserData/"
-        "SecurityGroupIds, so a changed diskGb (or instance profile, metadata options) never makes a new "
-        "launch template version; new VMs silently keep the old root volume size"
-    ),
-)
 def test_a_new_disk_size_is_a_new_version(aws, spec, ctx):
     compute.ensure_launch_templates(aws, ctx)
     bigger = make_ctx(variant(spec, pools={"web": {"diskGb": 40}}), ctx.infra)

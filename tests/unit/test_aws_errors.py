@@ -66,13 +66,6 @@ def test_dependency_violation_is_a_transient_error():
     assert isinstance(translate(client_error("DependencyViolation")), e.TransientError)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "src bug: clouds/aws/errors.py:76 maps every status >= 500 to TransientError before line 84 "
-        "checks status == 501, so HTTP 501 NotImplemented is retried instead of failing fast as UnsupportedError"
-    ),
-)
 def test_http_501_not_implemented_is_unsupported_not_retryable():
     err = translate(client_error("NotImplemented", 501, operation="GetInstanceProfile"))
     assert isinstance(err, e.UnsupportedError)

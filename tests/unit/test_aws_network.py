@@ -204,13 +204,6 @@ def test_ensure_network_after_losing_the_checkpoint_finds_everything_by_tag(aws,
         assert getattr(fresh.infra, field) == getattr(built.infra, field), field
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "src bug: clouds/aws/network.py:174-175 _ensure_nat takes a NAT found by tag but does not record its "
-        "EIP, so after a lost checkpoint InfraConfig.ElasticIPAllocationIDs stays [] (teardown_plan omits the EIP)"
-    ),
-)
 def test_recovered_record_includes_the_nat_eip(aws, spec, built):
     fresh = network_ctx(spec)
     network.ensure_network(aws, fresh)
@@ -234,7 +227,6 @@ SANDBOX_NAT_FILTER = (
 )
 
 
-@pytest.mark.xfail(strict=True, reason=SANDBOX_NAT_FILTER)
 def test_a_second_environment_gets_its_own_nat_gateway(aws, spec, built):
     other = make_ctx(spec, InfraConfig(Zones=list(ZONES)), job_id="job-other-2")
     network.ensure_network(aws, other)
@@ -243,7 +235,6 @@ def test_a_second_environment_gets_its_own_nat_gateway(aws, spec, built):
     assert nat["VpcId"] == other.infra.VpcID
 
 
-@pytest.mark.xfail(strict=True, reason=SANDBOX_NAT_FILTER)
 def test_delete_network_leaves_another_environments_nat_gateway(aws, spec, built):
     # Another job's NAT gateway in its own VPC, made by hand so this test does not depend on the bug above.
     ec2 = aws.ec2

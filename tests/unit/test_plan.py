@@ -193,14 +193,6 @@ def test_teardown_plan_of_nothing_says_no_changes(spec, vpc_created):
     assert plan.summary == "No changes."
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "src bug: pipeline/plan.py:136 names the role f'vmplane-{org}-{env}-vm' untruncated while "
-        "clouds/aws/iam.py:26 role_name() caps it at 64 chars, so for long org+env names the plan shows a "
-        "role (and instance profile) name that will never exist; use iam.role_name's rule in the plan"
-    ),
-)
 def test_plan_names_the_role_iam_will_create(spec):
     long = variant(spec, name="a" * 32, org="b" * 32)
     roles = [r.name for r in provision_plan(long, "aws").resources if r.type == "aws_iam_role"]

@@ -23,6 +23,11 @@ MANAGED_BY = "vmplane"
 API_CALLS: contextvars.ContextVar[Counter[str] | None] = contextvars.ContextVar("vmplane_api_calls", default=None)
 
 
+def vm_role_name(org: str, env: str) -> str:
+    """IAM names are account-global: org + env keeps two orgs' "web" envs apart (IAM allows 64 chars)."""
+    return f"vmplane-{org}-{env}-vm"[:64]
+
+
 @dataclass(frozen=True)
 class Tagger:
     """The tag set every resource carries: `<prefix>orgId/jobId/role/managedBy` plus the user's tags."""

@@ -35,6 +35,9 @@ def launch(settings: Settings) -> None:
                 "system_database_url": settings.dbos_url,
                 "application_version": APPLICATION_VERSION,
                 "log_level": "WARNING",
+                # DBOS.destroy() waits out one poll of this SQLite listener: the 1 s default would add
+                # up to a second to every command.
+                "notification_listener_polling_interval_sec": 0.05,
             }
         )
         DBOS.launch()

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from vmplane.clouds.base import vm_role_name
 from vmplane.spec.models import AsgPool, EnvSpec, FixedPool
 from vmplane.state import InfraConfig
 
@@ -133,7 +134,7 @@ def provision_plan(spec: EnvSpec, target: str) -> Plan:
         plus("aws_route_table", f"{env}-rt-public", step, "0.0.0.0/0 -> internet gateway")
         plus("aws_route_table", f"{env}-rt-private", step, "0.0.0.0/0 -> NAT gateway")
     step = "stepCreateIAM"
-    role = f"vmplane-{spec.org}-{env}-vm"
+    role = vm_role_name(spec.org, env)
     plus("aws_iam_role", role, step, f"exec channel {spec.exec_mode.value} only")
     plus("aws_iam_role_policy_attachment", f"{role}/AmazonSSMManagedInstanceCore", step)
     plus("aws_iam_instance_profile", role, step)

@@ -106,6 +106,10 @@ def stop(settings: Settings) -> SandboxInfo:
         deadline = time.monotonic() + 10
         while _answers(current.port) and time.monotonic() < deadline:
             time.sleep(0.05)
+        if _answers(current.port):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(current.pid, signal.SIGKILL)  # never leave an orphaned emulator behind
+            time.sleep(0.2)
     elif current.running:
         raise SandboxError(f"something answers on port {current.port} but was not started by vmplane; not stopping it")
     _state_file(settings).unlink(missing_ok=True)

@@ -25,7 +25,10 @@ def main() -> None:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
-    stop.wait()
+    # Wait with a timeout: Python runs signal handlers in the main thread only between bytecodes, and an
+    # untimed wait can miss a SIGTERM that arrived while a server thread was busy.
+    while not stop.wait(0.2):
+        pass
     server.stop()
 
 

@@ -58,12 +58,18 @@ def ensure_security_group(aws: AwsClients, ctx: Context) -> str:
     ctx.save()
 
     desired = {(p, infra.VpcCidr) for p in ctx.spec.network.ingress_ports}
-    current = {
-        (perm.get("FromPort"), r["CidrIp"])
-        for perm in sg.get("IpPermissions", [])
-        for r in perm.get("IpRanges", [])
-        if perm.get("IpProtocol") == "tcp" and perm.get("FromPort") == perm.get("ToPort")
-    }
+    current: set[tuple[int, str]] = set()
+    stale: list[dict[str, Any]] = []
+    for perm in sg.get("IpPermissions", []):
+        single_tcp = perm.get("IpProtocol") == "tcp" and perm.get("FromPort") == perm.get("ToPort")
+        keep = [r for r in perm.get("IpRanges", []) if single_tcp and (perm["FromPort"], r["CidrIp"]) in desired]
+        current.update((perm["FromPort"], r["CidrIp"]) for r in keep)
+        # Anything else (other ports or protocols, other CIDRs, IPv6, groups, prefix lists) was not asked for.
+        extra = {k: perm.get(k, []) for k in ("Ipv6Ranges", "UserIdGroupPairs", "PrefixListIds")}
+        extra["IpRanges"] = [r for r in perm.get("IpRanges", []) if r not in keep]
+        if any(extra.values()):
+            rule = {k: perm[k] for k in ("IpProtocol", "FromPort", "ToPort") if k in perm}
+            stale.append({**rule, **{k: v for k, v in extra.items() if v}})
     to_add = sorted(desired - current)
     if to_add:
         with contextlib.suppress(ConflictError):  # InvalidPermission.Duplicate: added before a crash
@@ -72,14 +78,9 @@ def ensure_security_group(aws: AwsClients, ctx: Context) -> str:
                 GroupId=sg["GroupId"],
                 IpPermissions=[_tcp_rule(port, cidr) for port, cidr in to_add],
             )
-    # Security groups are mutable in place (the seed): drop rules the spec no longer asks for.
-    stale = sorted(current - desired)
+    # Security groups are mutable in place (the seed): drop whatever the spec does not ask for.
     if stale:
-        aws_call(
-            ec2.revoke_security_group_ingress,
-            GroupId=sg["GroupId"],
-            IpPermissions=[_tcp_rule(port, cidr) for port, cidr in stale],
-        )
+        aws_call(ec2.revoke_security_group_ingress, GroupId=sg["GroupId"], IpPermissions=stale)
     ctx.log(f"vm security group {sg['GroupId']}: tcp {sorted(p for p, _ in desired)} from {infra.VpcCidr}")
     return str(sg["GroupId"])
 
@@ -166,7 +167,15 @@ def ensure_launch_templates(aws: AwsClients, ctx: Context) -> None:
 
 
 def _differs(current: dict[str, Any], desired: dict[str, Any]) -> bool:
-    keys = ("ImageId", "InstanceType", "UserData", "SecurityGroupIds")
+    keys = (
+        "ImageId",
+        "InstanceType",
+        "UserData",
+        "SecurityGroupIds",
+        "BlockDeviceMappings",
+        "IamInstanceProfile",
+        "MetadataOptions",
+    )
     return any(current.get(k) != desired.get(k) for k in keys)
 
 

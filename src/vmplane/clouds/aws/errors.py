@@ -71,6 +71,8 @@ def translate(err: ClientError) -> e.CloudError:
     status = int(err.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
     if code == "DependencyViolation" or code == "DeleteConflict":
         return e.DependencyViolationError(message, code=code, operation=op)
+    if status == 501 or code in {"NotImplemented", "InvalidAction"}:
+        return e.UnsupportedError(message, code=code, operation=op)
     if code in _AUTH:
         return e.AuthError(message, code=code, operation=op)
     if code in _THROTTLE or status >= 500:
@@ -81,8 +83,6 @@ def translate(err: ClientError) -> e.CloudError:
         return e.ConflictError(message, code=code, operation=op)
     if code in _QUOTA:
         return e.QuotaError(message, code=code, operation=op)
-    if status == 501 or code in {"NotImplemented", "InvalidAction"}:
-        return e.UnsupportedError(message, code=code, operation=op)
     return e.InvalidRequestError(message, code=code, operation=op)
 
 

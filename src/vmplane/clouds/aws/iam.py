@@ -8,7 +8,7 @@ from collections.abc import Callable
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.aws.tags import tag_list
-from vmplane.clouds.base import Context
+from vmplane.clouds.base import Context, vm_role_name
 from vmplane.clouds.errors import ConflictError, NotFoundError
 
 EXEC_POLICY_ARN = "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore"
@@ -22,8 +22,7 @@ ASSUME_ROLE_POLICY = json.dumps(
 
 
 def role_name(ctx: Context) -> str:
-    # IAM names are account-global: org + env keeps two orgs' "web" envs apart (max 64 chars).
-    return f"vmplane-{ctx.spec.org}-{ctx.spec.name}-vm"[:64]
+    return vm_role_name(ctx.spec.org, ctx.spec.name)
 
 
 def ensure_identity(aws: AwsClients, ctx: Context) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from vmplane.clouds.aws import iam
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.session import AwsClients
-from vmplane.clouds.aws.tags import job_filters
+from vmplane.clouds.aws.tags import job_filters, matches_tag_filters
 from vmplane.clouds.base import Context, Leftover
 from vmplane.clouds.errors import NotFoundError
 
@@ -44,6 +44,7 @@ def leftovers(aws: AwsClients, ctx: Context) -> list[Leftover]:
         items = aws_call(getattr(aws.ec2, method), Filters=[*base, *extra])[key]
         if key == "Reservations":
             items = [i for r in items for i in r["Instances"]]
+        items = [i for i in items if matches_tag_filters(i, base)]
         out.extend(Leftover(kind, str(i[id_key])) for i in items)
     name = ctx.infra.RoleName or iam.role_name(ctx)
     for kind, fetch in (("iam-role", iam.role_tags(aws, name)), ("iam-instance-profile", iam.profile_tags(aws, name))):

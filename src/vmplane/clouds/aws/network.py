@@ -10,7 +10,7 @@ from typing import Any
 
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.session import AwsClients
-from vmplane.clouds.aws.tags import job_filters, tag_list, tag_spec
+from vmplane.clouds.aws.tags import job_filters, matches_tag_filters, tag_list, tag_spec
 from vmplane.clouds.base import Context
 from vmplane.clouds.errors import ConflictError, DependencyViolationError, InvalidRequestError, NotFoundError
 from vmplane.clouds.waits import poll, retry
@@ -32,7 +32,7 @@ def subnet_cidrs(vpc_cidr: str, zones: int) -> tuple[list[str], list[str]]:
 
 def _find(describe: Callable[..., dict[str, Any]], key: str, filters: list[dict[str, Any]]) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = aws_call(describe, Filters=filters).get(key, [])
-    return items
+    return [i for i in items if matches_tag_filters(i, filters)]
 
 
 def ensure_network(aws: AwsClients, ctx: Context) -> None:
@@ -173,6 +173,10 @@ def _ensure_nat(aws: AwsClients, ctx: Context) -> str:
     )
     if found:
         nat_id = found[0]["NatGatewayId"]
+        allocs = [a["AllocationId"] for a in found[0].get("NatGatewayAddresses", []) if a.get("AllocationId")]
+        if allocs and not infra.ElasticIPAllocationIDs:
+            infra.ElasticIPAllocationIDs = allocs
+            ctx.save()
     else:
         if not infra.ElasticIPAllocationIDs:
             eips = _find(ec2.describe_addresses, "Addresses", job_filters(t, "nat-eip"))

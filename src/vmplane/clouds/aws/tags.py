@@ -23,3 +23,10 @@ def job_filters(tagger: Tagger, role: str | None = None, name: str | None = None
     if name:
         f.append({"Name": "tag:Name", "Values": [name]})
     return f
+
+
+def matches_tag_filters(item: dict[str, Any], filters: list[dict[str, Any]]) -> bool:
+    """Re-check `tag:` filters on a described item. Some endpoints (the sandbox's DescribeNatGateways)
+    ignore them server-side; trusting that would mix up two environments' resources."""
+    tags = {t["Key"]: t["Value"] for t in item.get("Tags", [])}
+    return all(tags.get(f["Name"].removeprefix("tag:")) in f["Values"] for f in filters if f["Name"].startswith("tag:"))
