@@ -110,7 +110,7 @@ def _confirm(con: Console, question: str, yes: bool) -> None:
         raise typer.Exit(EXIT_USAGE)
 
 
-def _run_job(job_id: str, *, teardown: bool, json_output: bool, con: Console) -> JobView:
+def _run_job(job_id: str, *, teardown: bool, con: Console) -> JobView:
     from vmplane.cli.render import StepPrinter
     from vmplane.jobs import operations
 
@@ -256,7 +256,7 @@ def apply(file: FileOpt, sandbox: SandboxOpt = False, yes: YesOpt = False, outpu
         _confirm(con, "Apply this plan?", yes)
         job_id = operations.create_or_update_job(settings, spec, target, ap)
     con.print(f"\njob [bold]{job_id}[/]")
-    job = _run_job(job_id, teardown=False, json_output=json_output, con=con)
+    job = _run_job(job_id, teardown=False, con=con)
     _finish(job, json_output, con, "succeeded")
 
 
@@ -305,7 +305,7 @@ def destroy(
         _confirm(con, f"Destroy {job.org}/{job.env} ({job.id})?", yes)
         operations.begin_destroy(settings, job.id)
     con.print(f"\njob [bold]{job.id}[/] teardown")
-    done = _run_job(job.id, teardown=True, json_output=json_output, con=con)
+    done = _run_job(job.id, teardown=True, con=con)
     _finish(done, json_output, con, "deleted")
 
 
@@ -331,7 +331,7 @@ def resume(
     if job.status.value == "delete_failed":
         operations.begin_destroy(settings, job.id)
     con.print(f"resuming [bold]{job.id}[/] ({'teardown' if teardown else 'provision'})")
-    done = _run_job(job.id, teardown=teardown, json_output=json_output, con=con)
+    done = _run_job(job.id, teardown=teardown, con=con)
     _finish(done, json_output, con, "deleted" if teardown else "succeeded")
 
 
