@@ -123,3 +123,31 @@ def test_sandbox_lifecycle_commands(tmp_path) -> None:
     finally:
         stopped = c.json("sandbox", "stop")
     assert stopped["running"] is False
+
+
+@pytest.mark.sandbox
+def test_exec_sends_the_command_through_ssm_never_ssh(cli: Cli, sandbox: Sandbox, tmp_path) -> None:
+    from tests.helpers import write_env
+
+    env_file = write_env(tmp_path, "itest-exec")
+    job = cli.json("apply", "-f", str(env_file), "--sandbox", "--yes")
+    vm = job["config"]["infra"]["VMs"][0]
+
+    proc = cli.run(
+        "exec", "itest-exec", vm["Name"], "--output", "json", "--", "cat", "-n", "/etc/vmplane/identity.json"
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["instanceId"] == vm["ID"] and out["status"] == "Success" and out["exitCode"] == 0
+    # moto runs nothing, so check the request itself: the right document, instance and command line.
+    sent = sandbox.client("ssm").list_commands(InstanceId=vm["ID"])["Commands"]
+    ours = [c for c in sent if c["Comment"] == "vmplane exec"]
+    assert len(ours) == 1
+    assert ours[0]["DocumentName"] == "AWS-RunShellScript"
+    assert ours[0]["Parameters"]["commands"] == ["cat -n /etc/vmplane/identity.json"]
+
+    interactive = cli.run("exec", "itest-exec", vm["ID"], "--interactive")
+    assert interactive.returncode == 0
+    assert f"aws ssm start-session --target {vm['ID']} --region us-east-1" in interactive.stdout
+    assert cli.run("exec", "itest-exec", "no-such-vm", "--", "true").returncode == 2
+    assert cli.json("destroy", "-f", str(env_file), "--sandbox", "--yes")["status"] == "deleted"

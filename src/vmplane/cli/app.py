@@ -7,6 +7,7 @@ Heavy imports (boto3, dbos, sqlalchemy, moto) happen inside commands so `--help`
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -333,6 +334,67 @@ def resume(
     con.print(f"resuming [bold]{job.id}[/] ({'teardown' if teardown else 'provision'})")
     done = _run_job(job.id, teardown=teardown, con=con)
     _finish(done, json_output, con, "deleted" if teardown else "succeeded")
+
+
+@app.command("exec")
+def exec_cmd(
+    env: Annotated[str, typer.Argument(help="Environment name or job id.")],
+    vm: Annotated[str, typer.Argument(help="VM name (<env>-<pool>-<index>) or instance id.")],
+    command: Annotated[list[str] | None, typer.Argument(help="The command, after --.")] = None,
+    interactive: Annotated[bool, typer.Option("--interactive", "-i", help="Start an SSM session.")] = False,
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for the command.")] = 120.0,
+    output: OutputOpt = "text",
+) -> None:
+    """Run a command on a VM through the IAM-gated exec channel (SSM Run Command). No SSH, ever."""
+    import shlex
+    import shutil
+
+    from vmplane.cli.render import consoles, print_json
+    from vmplane.clouds.errors import CloudError
+    from vmplane.jobs import operations
+
+    json_output = _json(output)
+    con, _ = consoles(json_output)
+    with _job_errors():
+        target = operations.exec_target(_settings(), env, vm)
+    job = target.job
+    if job.infra.ExecMode != "SSM":
+        _die(f"exec mode {job.infra.ExecMode} is not available yet (SSM is)", EXIT_USAGE)
+    session = ["aws", "ssm", "start-session", "--target", target.instance_id, "--region", job.target.region]
+    if interactive:
+        if job.target.sandbox or not shutil.which("session-manager-plugin") or not shutil.which("aws"):
+            why = "the sandbox has no SSM sessions" if job.target.sandbox else "the session plugin is not installed"
+            con.print(f"{why}; with the AWS CLI and session-manager-plugin, run:")
+            typer.echo(shlex.join(session))
+            raise typer.Exit(EXIT_OK)
+        os.execvp("aws", session)
+    if not command:
+        _die("give a command after --, or --interactive", EXIT_USAGE)
+    if job.target.sandbox:
+        con.print("[dim]sandbox: the emulator records the command but does not run it; output is empty[/]")
+    with _job_errors():
+        if job.target.sandbox:
+            _ensure_sandbox(con)
+        try:
+            result = operations.exec_command(target, shlex.join(command), timeout)
+        except CloudError as err:
+            _die(str(err), EXIT_FAILED)
+    if json_output:
+        print_json(
+            {
+                "vm": target.vm_name,
+                "instanceId": result.instance_id,
+                "status": result.status,
+                "exitCode": result.exit_code,
+                "stdout": result.stdout,
+                "stderr": result.stderr,
+            }
+        )
+    else:
+        sys.stdout.write(result.stdout)
+        sys.stderr.write(result.stderr)
+        con.print(f"[dim]{target.vm_name} ({result.instance_id}): {result.status}, exit {result.exit_code}[/]")
+    raise typer.Exit(result.exit_code if result.exit_code > 0 else (EXIT_OK if result.ok else EXIT_FAILED))
 
 
 # ---- read-only commands ---------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vmplane.clouds.base import Context, Leftover
+from vmplane.clouds.base import CommandResult, Context, Leftover
 from vmplane.clouds.errors import ProviderInvalidError
 
 INVALID_MESSAGE = (
@@ -29,3 +29,6 @@ class AzureDriver:
 
     def leftovers(self, ctx: Context) -> list[Leftover]:
         return []
+
+    def run_command(self, instance_ids: list[str], commands: list[str], timeout: float) -> list[CommandResult]:
+        raise ProviderInvalidError(INVALID_MESSAGE, code="Invalid")

@@ -86,6 +86,21 @@ class Leftover:
     id: str
 
 
+@dataclass(frozen=True)
+class CommandResult:
+    """One command's outcome on one VM through the exec channel."""
+
+    instance_id: str
+    status: str
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "Success" and self.exit_code == 0
+
+
 class CloudDriver(Protocol):
     """One driver per cloud; each method is one step's cloud work and must be idempotent."""
 
@@ -102,3 +117,5 @@ class CloudDriver(Protocol):
     def delete_network(self, ctx: Context) -> None: ...
 
     def leftovers(self, ctx: Context) -> list[Leftover]: ...
+
+    def run_command(self, instance_ids: list[str], commands: list[str], timeout: float) -> list[CommandResult]: ...

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
+from vmplane.clouds.base import CommandResult
 from vmplane.clouds.registry import Target
 from vmplane.jobs import service as jobs
 from vmplane.jobs.service import JobConflictError, JobStatus, JobView
@@ -151,3 +152,30 @@ def finish_recovered(settings: Settings, exclude: set[str]) -> list[str]:
     for wid in others:
         DBOS.retrieve_workflow(wid).get_result()
     return others
+
+
+@dataclass
+class ExecTarget:
+    job: JobView
+    vm_name: str
+    instance_id: str
+
+
+def exec_target(settings: Settings, ref: str, vm: str) -> ExecTarget:
+    """The VM (by name or instance id) of a provisioned environment, for the exec channel."""
+    job = find_job(settings, ref)
+    if job.status is not JobStatus.succeeded:
+        raise JobConflictError(f"job {job.id} is {job.status.value}; exec needs a provisioned environment")
+    for rec in job.infra.VMs:
+        if vm in (rec.Name, rec.ID) and rec.ID:
+            return ExecTarget(job, rec.Name, rec.ID)
+    names = ", ".join(v.Name for v in job.infra.VMs) or "none"
+    raise jobs.JobNotFoundError(f"no VM {vm!r} in {job.env} (VMs: {names})")
+
+
+def exec_command(target: ExecTarget, command: str, timeout: float) -> CommandResult:
+    """Run one shell command through the job's IAM-gated exec channel (SSM on AWS); never SSH."""
+    from vmplane.clouds.registry import driver_for
+
+    driver = driver_for(target.job.target)
+    return driver.run_command([target.instance_id], [command], timeout)[0]

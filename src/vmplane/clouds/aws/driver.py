@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from vmplane.clouds.aws import compute, iam, inventory, network, preflight
+from vmplane.clouds.aws import exec as aws_exec
 from vmplane.clouds.aws.session import AwsClients, AwsTarget
-from vmplane.clouds.base import Context, Leftover
+from vmplane.clouds.base import CommandResult, Context, Leftover
 
 
 class AwsDriver:
@@ -44,3 +45,6 @@ class AwsDriver:
 
     def leftovers(self, ctx: Context) -> list[Leftover]:
         return inventory.leftovers(self.aws, ctx)
+
+    def run_command(self, instance_ids: list[str], commands: list[str], timeout: float) -> list[CommandResult]:
+        return aws_exec.run(self.aws, instance_ids, commands, comment="vmplane exec", timeout=timeout)

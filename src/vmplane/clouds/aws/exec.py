@@ -7,10 +7,9 @@ the right request to the right instances, not that cloud-init ran. vmplane says 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.session import AwsClients
+from vmplane.clouds.base import CommandResult
 from vmplane.clouds.errors import CloudError, InvalidRequestError, TransientError
 from vmplane.clouds.waits import poll
 
@@ -28,19 +27,6 @@ TERMINAL = {
     "ExecutionTimedOut",
 }
 BATCH = 50  # SendCommand accepts at most 50 instance ids
-
-
-@dataclass(frozen=True)
-class CommandResult:
-    instance_id: str
-    status: str
-    exit_code: int
-    stdout: str
-    stderr: str
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "Success" and self.exit_code == 0
 
 
 def send(aws: AwsClients, instance_ids: list[str], commands: list[str], *, comment: str, timeout_s: int = 60) -> str:
