@@ -117,7 +117,7 @@ def _run_job(job_id: str, *, teardown: bool, con: Console) -> JobView:
 
     settings = _settings()
     job = operations.run(settings, job_id, teardown=teardown, on_progress=StepPrinter(con, teardown))
-    recovered = operations.finish_recovered(settings, exclude=set())
+    recovered = operations.finish_recovered()
     if recovered:
         con.print(
             f"[dim]also finished {len(recovered)} interrupted workflow(s) recovered at start: {', '.join(recovered)}[/]"

@@ -142,13 +142,13 @@ def run(
         return jobs.view(jobs.get_row(s, job_id))
 
 
-def finish_recovered(settings: Settings, exclude: set[str]) -> list[str]:
+def finish_recovered() -> list[str]:
     """Let workflows recovered at launch (interrupted by an earlier crash) run to their end."""
     from dbos import DBOS
 
     from vmplane.pipeline import engine
 
-    others = engine.other_active_workflows(exclude)
+    others = engine.other_active_workflows()
     for wid in others:
         DBOS.retrieve_workflow(wid).get_result()
     return others

@@ -75,9 +75,9 @@ def status_of(wid: str) -> str | None:
     return None if st is None else str(st.status)
 
 
-def other_active_workflows(exclude: set[str]) -> list[str]:
+def other_active_workflows() -> list[str]:
     """Workflows recovered at launch (interrupted earlier) that this process now runs."""
     from dbos import DBOS
 
     active = DBOS.list_workflows(status=["PENDING", "ENQUEUED"])
-    return [w.workflow_id for w in active if w.workflow_id not in exclude]
+    return [w.workflow_id for w in active]

@@ -9,10 +9,10 @@ from typing import Any
 
 from vmplane.bootstrap.cloudinit import SENTINEL_CHECK_COMMAND, render_user_data
 from vmplane.clouds.aws import exec as aws_exec
-from vmplane.clouds.aws.errors import aws_call
+from vmplane.clouds.aws.errors import aws_call, aws_errors
 from vmplane.clouds.aws.session import AwsClients
-from vmplane.clouds.aws.tags import job_filters, tag_list, tag_spec
-from vmplane.clouds.base import Context
+from vmplane.clouds.aws.tags import find_tagged, job_filters, tag_list, tag_spec
+from vmplane.clouds.base import Context, Tagger
 from vmplane.clouds.errors import (
     ConflictError,
     DeadlineExceededError,
@@ -41,7 +41,7 @@ def resource_name(ctx: Context, suffix: str) -> str:
 def ensure_security_group(aws: AwsClients, ctx: Context) -> str:
     """The VM group: the configured TCP ports from inside the VPC only. Never 22, never 0.0.0.0/0."""
     ec2, infra, t = aws.ec2, ctx.infra, ctx.tagger
-    found = aws_call(ec2.describe_security_groups, Filters=job_filters(t, "vm-sg"))["SecurityGroups"]
+    found = find_tagged(ec2.describe_security_groups, "SecurityGroups", job_filters(t, "vm-sg"))
     if found:
         sg = found[0]
     else:
@@ -425,20 +425,25 @@ def delete_vms(aws: AwsClients, ctx: Context) -> None:
 
 
 def _job_asg_names(aws: AwsClients, ctx: Context) -> list[str]:
-    names = set(ctx.infra.ScalingGroupID.values())
-    paginator = aws.autoscaling.get_paginator("describe_auto_scaling_groups")
-    try:
-        pages = list(paginator.paginate(Filters=[{"Name": f"tag:{ctx.tagger.job_key}", "Values": [ctx.job_id]}]))
-    except Exception:
-        pages = []
-    for page in pages:
-        names.update(g["AutoScalingGroupName"] for g in page["AutoScalingGroups"])
-    return sorted(names)
+    return sorted(set(ctx.infra.ScalingGroupID.values()) | set(job_scaling_groups(aws, ctx.tagger)))
+
+
+def job_scaling_groups(aws: AwsClients, tagger: Tagger) -> list[str]:
+    """Auto scaling groups tagged with the job, checked client-side over every page (tag filters on
+    DescribeAutoScalingGroups are not supported everywhere)."""
+    with aws_errors():
+        pages = aws.autoscaling.get_paginator("describe_auto_scaling_groups").paginate()
+        return [
+            g["AutoScalingGroupName"]
+            for page in pages
+            for g in page["AutoScalingGroups"]
+            if any(t["Key"] == tagger.job_key and t["Value"] == tagger.job_id for t in g.get("Tags", []))
+        ]
 
 
 def delete_launch_templates(aws: AwsClients, ctx: Context) -> None:
     ec2 = aws.ec2
-    found = aws_call(ec2.describe_launch_templates, Filters=job_filters(ctx.tagger))["LaunchTemplates"]
+    found = find_tagged(ec2.describe_launch_templates, "LaunchTemplates", job_filters(ctx.tagger))
     for lt in found:
         with contextlib.suppress(NotFoundError):
             aws_call(ec2.delete_launch_template, LaunchTemplateId=lt["LaunchTemplateId"])
@@ -451,7 +456,7 @@ def delete_security_group(aws: AwsClients, ctx: Context) -> None:
     ec2 = aws.ec2
     groups = [
         g
-        for g in aws_call(ec2.describe_security_groups, Filters=job_filters(ctx.tagger))["SecurityGroups"]
+        for g in find_tagged(ec2.describe_security_groups, "SecurityGroups", job_filters(ctx.tagger))
         if g["GroupName"] != "default"  # the VPC's own group goes with the VPC
     ]
     for sg in groups:

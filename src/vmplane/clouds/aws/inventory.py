@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vmplane.clouds.aws import iam
+from vmplane.clouds.aws import compute, iam
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.aws.tags import job_filters, matches_tag_filters
@@ -54,10 +54,5 @@ def leftovers(aws: AwsClients, ctx: Context) -> list[Leftover]:
             continue
         if tags.get(ctx.tagger.job_key) == ctx.job_id:
             out.append(Leftover(kind, name))
-    groups = aws_call(aws.autoscaling.describe_auto_scaling_groups)["AutoScalingGroups"]
-    out.extend(
-        Leftover("auto-scaling-group", g["AutoScalingGroupName"])
-        for g in groups
-        if any(t["Key"] == ctx.tagger.job_key and t["Value"] == ctx.job_id for t in g.get("Tags", []))
-    )
+    out.extend(Leftover("auto-scaling-group", n) for n in compute.job_scaling_groups(aws, ctx.tagger))
     return out

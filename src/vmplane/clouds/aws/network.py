@@ -6,11 +6,10 @@ import contextlib
 import ipaddress
 import math
 from collections.abc import Callable
-from typing import Any
 
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.session import AwsClients
-from vmplane.clouds.aws.tags import job_filters, matches_tag_filters, tag_list, tag_spec
+from vmplane.clouds.aws.tags import find_tagged, job_filters, tag_list, tag_spec
 from vmplane.clouds.base import Context
 from vmplane.clouds.errors import ConflictError, DependencyViolationError, InvalidRequestError, NotFoundError
 from vmplane.clouds.waits import poll, retry
@@ -30,11 +29,6 @@ def subnet_cidrs(vpc_cidr: str, zones: int) -> tuple[list[str], list[str]]:
     return blocks[:zones], blocks[zones : 2 * zones]
 
 
-def _find(describe: Callable[..., dict[str, Any]], key: str, filters: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = aws_call(describe, Filters=filters).get(key, [])
-    return [i for i in items if matches_tag_filters(i, filters)]
-
-
 def ensure_network(aws: AwsClients, ctx: Context) -> None:
     net = ctx.spec.network
     if net.existing_vpc_id:
@@ -44,7 +38,7 @@ def ensure_network(aws: AwsClients, ctx: Context) -> None:
     env = ctx.spec.name
 
     if not infra.VpcID:
-        found = _find(ec2.describe_vpcs, "Vpcs", job_filters(t, "vpc"))
+        found = find_tagged(ec2.describe_vpcs, "Vpcs", job_filters(t, "vpc"))
         if found:
             infra.VpcID = found[0]["VpcId"]
         else:
@@ -59,7 +53,7 @@ def ensure_network(aws: AwsClients, ctx: Context) -> None:
         ctx.log(f"vpc {infra.VpcID} ({net.cidr})")
 
     if not infra.InternetGatewayID:
-        found = _find(ec2.describe_internet_gateways, "InternetGateways", job_filters(t, "igw"))
+        found = find_tagged(ec2.describe_internet_gateways, "InternetGateways", job_filters(t, "igw"))
         igw = (
             found[0]
             if found
@@ -147,7 +141,7 @@ def _adopt_existing(aws: AwsClients, ctx: Context) -> None:
 def _ensure_subnets(aws: AwsClients, ctx: Context, role: str, cidrs: list[str]) -> list[str]:
     ec2, infra, t = aws.ec2, ctx.infra, ctx.tagger
     existing = {
-        s["AvailabilityZone"]: s["SubnetId"] for s in _find(ec2.describe_subnets, "Subnets", job_filters(t, role))
+        s["AvailabilityZone"]: s["SubnetId"] for s in find_tagged(ec2.describe_subnets, "Subnets", job_filters(t, role))
     }
     ids = []
     for zone, cidr in zip(infra.Zones, cidrs, strict=True):
@@ -168,7 +162,7 @@ def _ensure_subnets(aws: AwsClients, ctx: Context, role: str, cidrs: list[str]) 
 
 def _ensure_nat(aws: AwsClients, ctx: Context) -> str:
     ec2, infra, t = aws.ec2, ctx.infra, ctx.tagger
-    found = _find(
+    found = find_tagged(
         ec2.describe_nat_gateways, "NatGateways", [*job_filters(t, "nat"), {"Name": "state", "Values": LIVE_NAT_STATES}]
     )
     if found:
@@ -179,7 +173,7 @@ def _ensure_nat(aws: AwsClients, ctx: Context) -> str:
             ctx.save()
     else:
         if not infra.ElasticIPAllocationIDs:
-            eips = _find(ec2.describe_addresses, "Addresses", job_filters(t, "nat-eip"))
+            eips = find_tagged(ec2.describe_addresses, "Addresses", job_filters(t, "nat-eip"))
             alloc = (
                 eips[0]["AllocationId"]
                 if eips
@@ -212,7 +206,7 @@ def _ensure_nat(aws: AwsClients, ctx: Context) -> str:
 
 def _ensure_route_table(aws: AwsClients, ctx: Context, role: str, subnet_ids: list[str], target: dict[str, str]) -> str:
     ec2, infra, t = aws.ec2, ctx.infra, ctx.tagger
-    found = _find(ec2.describe_route_tables, "RouteTables", job_filters(t, role))
+    found = find_tagged(ec2.describe_route_tables, "RouteTables", job_filters(t, role))
     rt = (
         found[0]
         if found
@@ -240,7 +234,7 @@ def delete_network(aws: AwsClients, ctx: Context) -> None:
         ctx.log(f"leaving existing vpc {infra.VpcID} untouched")
         return
 
-    nats = _find(
+    nats = find_tagged(
         ec2.describe_nat_gateways, "NatGateways", [*job_filters(t), {"Name": "state", "Values": LIVE_NAT_STATES}]
     )
     for nat in nats:
@@ -250,7 +244,7 @@ def delete_network(aws: AwsClients, ctx: Context) -> None:
     infra.NatGatewayIDs = []
     ctx.save()
 
-    for addr in _find(ec2.describe_addresses, "Addresses", job_filters(t)):
+    for addr in find_tagged(ec2.describe_addresses, "Addresses", job_filters(t)):
         if addr.get("AssociationId"):
             _tolerate_missing(lambda a=addr: aws_call(ec2.disassociate_address, AssociationId=a["AssociationId"]))
         # The EIP stays "in use" until the NAT gateway's interface is gone.
@@ -258,7 +252,7 @@ def delete_network(aws: AwsClients, ctx: Context) -> None:
     infra.ElasticIPAllocationIDs = []
     ctx.save()
 
-    for rt in _find(ec2.describe_route_tables, "RouteTables", job_filters(t)):
+    for rt in find_tagged(ec2.describe_route_tables, "RouteTables", job_filters(t)):
         if any(a.get("Main") for a in rt.get("Associations", [])):
             continue  # the VPC's main route table goes with the VPC
         for assoc in rt.get("Associations", []):
@@ -270,13 +264,13 @@ def delete_network(aws: AwsClients, ctx: Context) -> None:
     infra.PublicRouteTableID = infra.PrivateRouteTableID = None
     ctx.save()
 
-    for sub in _find(ec2.describe_subnets, "Subnets", job_filters(t)):
+    for sub in find_tagged(ec2.describe_subnets, "Subnets", job_filters(t)):
         # Interfaces of just-terminated instances linger for a while: DependencyViolation until then.
         _until_free(lambda s=sub: aws_call(ec2.delete_subnet, SubnetId=s["SubnetId"]), f"delete {sub['SubnetId']}")
     infra.PublicSubnetIDs, infra.PrivateSubnetIDs = [], []
     ctx.save()
 
-    for igw in _find(ec2.describe_internet_gateways, "InternetGateways", job_filters(t)):
+    for igw in find_tagged(ec2.describe_internet_gateways, "InternetGateways", job_filters(t)):
         for att in igw.get("Attachments", []):
             _tolerate_missing(
                 lambda g=igw, a=att: aws_call(
@@ -287,7 +281,7 @@ def delete_network(aws: AwsClients, ctx: Context) -> None:
     infra.InternetGatewayID = None
     ctx.save()
 
-    for vpc in _find(ec2.describe_vpcs, "Vpcs", job_filters(t)):
+    for vpc in find_tagged(ec2.describe_vpcs, "Vpcs", job_filters(t)):
         _until_free(lambda v=vpc: aws_call(ec2.delete_vpc, VpcId=v["VpcId"]), f"delete {vpc['VpcId']}")
     infra.VpcID = None
     ctx.save()

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.base import Tagger
 
 
@@ -30,3 +32,11 @@ def matches_tag_filters(item: dict[str, Any], filters: list[dict[str, Any]]) -> 
     ignore them server-side; trusting that would mix up two environments' resources."""
     tags = {t["Key"]: t["Value"] for t in item.get("Tags", [])}
     return all(tags.get(f["Name"].removeprefix("tag:")) in f["Values"] for f in filters if f["Name"].startswith("tag:"))
+
+
+def find_tagged(
+    describe: Callable[..., dict[str, Any]], key: str, filters: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Find-by-tag: describe with `filters`, then re-check the tag filters on what came back."""
+    items: list[dict[str, Any]] = aws_call(describe, Filters=filters).get(key, [])
+    return [i for i in items if matches_tag_filters(i, filters)]
