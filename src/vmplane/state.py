@@ -35,11 +35,21 @@ class VMRecord(StateModel):
     SubnetID: str | None = None
     LaunchTemplateVersion: int | None = None
     State: VMState = VMState.pending
+    # A rotation in flight: the replacement launched for this record (crash-safe intent).
+    ReplacementID: str | None = None
 
 
 class PoolImage(StateModel):
     ImageID: str
     RootDeviceName: str = "/dev/xvda"
+
+
+class DnsRecord(StateModel):
+    """A Route53 record vmplane wrote (records cannot carry tags, so teardown works from this list)."""
+
+    ZoneID: str
+    Name: str
+    Type: str
 
 
 class InfraConfig(StateModel):
@@ -73,6 +83,29 @@ class InfraConfig(StateModel):
     InstanceProfileName: str | None = None
     InstanceProfileArn: str | None = None
     LaunchTemplateVersion: dict[str, int] = Field(default_factory=dict)
+    # Load balancer (LoadBalancerID above is the ALB's ARN)
+    LoadBalancerName: str | None = None
+    LoadBalancerDNSName: str | None = None
+    LoadBalancerZoneID: str | None = None  # the ALB's canonical hosted zone, for the alias record
+    LoadBalancerSecurityGroupID: str | None = None
+    TargetGroupArn: str | None = None
+    ListenerArns: list[str] = Field(default_factory=list)
+    CertificateArn: str | None = None
+    CertificateRequested: bool = False  # True when vmplane requested it (and so deletes it)
+    CertificateRequestToken: str | None = None  # ACM idempotency token of the request in flight
+    HostedZoneID: str | None = None
+    DNSRecords: list[DnsRecord] = Field(default_factory=list)
+
+    def outdated_vms(self) -> list[VMRecord]:
+        """Running VMs launched from an older launch template version than their pool's current one."""
+        return [
+            v
+            for v in self.VMs
+            if v.ID
+            and v.State not in (VMState.terminated, VMState.failed)
+            and v.LaunchTemplateVersion is not None
+            and v.LaunchTemplateVersion < self.LaunchTemplateVersion.get(v.Pool, v.LaunchTemplateVersion)
+        ]
 
     def vm(self, name: str) -> VMRecord | None:
         return next((v for v in self.VMs if v.Name == name), None)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from vmplane.clouds.registry import Target
-    from vmplane.jobs.service import JobView
+    from vmplane.jobs.operations import OperationPlan
+    from vmplane.jobs.service import JobView, Phase
     from vmplane.settings import Settings
     from vmplane.spec.models import EnvSpec
 
@@ -111,12 +112,12 @@ def _confirm(con: Console, question: str, yes: bool) -> None:
         raise typer.Exit(EXIT_USAGE)
 
 
-def _run_job(job_id: str, *, teardown: bool, con: Console) -> JobView:
+def _run_job(job_id: str, phase: Phase, con: Console) -> JobView:
     from vmplane.cli.render import StepPrinter
     from vmplane.jobs import operations
 
     settings = _settings()
-    job = operations.run(settings, job_id, teardown=teardown, on_progress=StepPrinter(con, teardown))
+    job = operations.run(settings, job_id, phase=phase, on_progress=StepPrinter(con, phase))
     recovered = operations.finish_recovered()
     if recovered:
         con.print(
@@ -136,14 +137,23 @@ def _finish(job: JobView, json_output: bool, con: Console, ok_status: str) -> No
     raise typer.Exit(EXIT_OK if job.status.value == ok_status else EXIT_FAILED)
 
 
+def _finish_operation(job: JobView, json_output: bool, con: Console) -> NoReturn:
+    op = job.operation
+    if op is not None and not json_output:
+        for note in op.notes:
+            con.print(f"[yellow]note:[/] {note}", soft_wrap=True)
+    _finish(job, json_output, con, "succeeded")
+
+
 @contextmanager
 def _job_errors() -> Iterator[None]:
     """Known domain errors become one clean line and exit code 2."""
+    from vmplane.jobs.operations import OperationError
     from vmplane.jobs.service import JobConflictError, JobNotFoundError
 
     try:
         yield
-    except (JobConflictError, JobNotFoundError) as err:
+    except (JobConflictError, JobNotFoundError, OperationError) as err:
         _die(str(err), EXIT_USAGE)
 
 
@@ -208,10 +218,12 @@ def validate(file: FileOpt, output: OutputOpt = "text") -> None:
 
 @app.command()
 def plan(file: FileOpt, sandbox: SandboxOpt = False, output: OutputOpt = "text") -> None:
-    """Show the steps and resources `apply` would run and create."""
-    from vmplane.cli.render import consoles, print_json, show_plan
+    """Show the steps and resources `apply` would run and create, or for an applied environment each
+    changed field with its impact (runtime, vm, cloud, identity) and what applying it does."""
+    from vmplane.cli.render import consoles, print_json, show_changes, show_plan
     from vmplane.clouds.registry import Target
     from vmplane.jobs import operations
+    from vmplane.jobs.operations import Decision
 
     json_output = _json(output)
     con, _ = consoles(json_output)
@@ -221,17 +233,21 @@ def plan(file: FileOpt, sandbox: SandboxOpt = False, output: OutputOpt = "text")
     with _job_errors():
         ap = operations.plan_apply(_settings(), spec, Target.for_spec(spec, endpoint))
     if json_output:
-        print_json({**ap.plan.to_json(), "decision": ap.decision.value, "job": ap.job.id if ap.job else None})
+        print_json(ap.to_json())
     else:
-        show_plan(con, ap.plan)
+        show_changes(con, ap.changes, ap.refusals)
+        if ap.decision is not Decision.refused:
+            show_plan(con, ap.plan)
+    raise typer.Exit(EXIT_USAGE if ap.decision is Decision.refused else EXIT_OK)
 
 
 @app.command()
 def apply(file: FileOpt, sandbox: SandboxOpt = False, yes: YesOpt = False, output: OutputOpt = "text") -> None:
-    """Provision the environment: plan, confirm, then run the durable job with live progress."""
-    from vmplane.cli.render import consoles, print_json, show_plan
+    """Provision the environment (or update an applied one in place): plan, confirm, run with live progress."""
+    from vmplane.cli.render import consoles, print_json, show_changes, show_plan
     from vmplane.jobs import operations
     from vmplane.jobs.operations import Decision
+    from vmplane.jobs.service import Phase
 
     json_output = _json(output)
     con, _ = consoles(json_output)
@@ -246,18 +262,21 @@ def apply(file: FileOpt, sandbox: SandboxOpt = False, yes: YesOpt = False, outpu
             if json_output:
                 print_json(ap.job.to_json())
             raise typer.Exit(EXIT_OK)
-        if ap.decision is Decision.changed:
-            show_plan(con, ap.plan)
-            _die(
-                "refusing to change an applied environment in place yet; destroy and re-apply, or wait "
-                "for change-impact planning",
-                EXIT_USAGE,
-            )
+        if ap.decision is Decision.refused:
+            show_changes(con, ap.changes, ap.refusals)
+            _die(f"{len(ap.refusals)} change(s) cannot be applied in place; nothing was changed", EXIT_USAGE)
+        if ap.decision is Decision.update:
+            assert ap.job is not None
+            show_changes(con, ap.changes, [])
+            _confirm(con, f"Update {ap.job.org}/{ap.job.env} in place?", yes)
+            operations.begin_update(settings, ap.job, spec, ap)
+            con.print(f"\njob [bold]{ap.job.id}[/] update")
+            _finish_operation(_run_job(ap.job.id, Phase.operation, con), json_output, con)
         show_plan(con, ap.plan)
         _confirm(con, "Apply this plan?", yes)
         job_id = operations.create_or_update_job(settings, spec, target, ap)
     con.print(f"\njob [bold]{job_id}[/]")
-    job = _run_job(job_id, teardown=False, con=con)
+    job = _run_job(job_id, Phase.provision, con)
     _finish(job, json_output, con, "succeeded")
 
 
@@ -274,6 +293,7 @@ def destroy(
     """Tear the environment down in the seed's order, leaving nothing tagged with its job."""
     from vmplane.cli.render import consoles, print_json, show_plan
     from vmplane.jobs import operations
+    from vmplane.jobs.service import Phase
 
     json_output = _json(output)
     con, _ = consoles(json_output)
@@ -306,7 +326,7 @@ def destroy(
         _confirm(con, f"Destroy {job.org}/{job.env} ({job.id})?", yes)
         operations.begin_destroy(settings, job.id)
     con.print(f"\njob [bold]{job.id}[/] teardown")
-    done = _run_job(job.id, teardown=True, con=con)
+    done = _run_job(job.id, Phase.teardown, con)
     _finish(done, json_output, con, "deleted")
 
 
@@ -314,26 +334,30 @@ def destroy(
 def resume(
     job_ref: Annotated[str, typer.Argument(help="Job id or environment name.")], output: OutputOpt = "text"
 ) -> None:
-    """Continue an interrupted or failed job at the step where it stopped."""
+    """Continue an interrupted or failed job (or operation) at the step where it stopped."""
     from vmplane.cli.render import consoles
     from vmplane.jobs import operations
+    from vmplane.jobs.operations import resume_phase
+    from vmplane.jobs.service import Phase
 
     json_output = _json(output)
     con, _ = consoles(json_output)
     settings = _settings()
     with _job_errors():
         job = operations.find_job(settings, job_ref)
-    teardown = job.status.value in ("deleting", "delete_failed")
-    if job.status.value in ("succeeded", "deleted"):
+    phase = resume_phase(job)
+    if phase is None:
         con.print(f"{job.id} is {job.status.value}; nothing to resume.")
         _finish(job, json_output, con, job.status.value)
     if job.target.sandbox:
         _ensure_sandbox(con)
     if job.status.value == "delete_failed":
         operations.begin_destroy(settings, job.id)
-    con.print(f"resuming [bold]{job.id}[/] ({'teardown' if teardown else 'provision'})")
-    done = _run_job(job.id, teardown=teardown, con=con)
-    _finish(done, json_output, con, "deleted" if teardown else "succeeded")
+    con.print(f"resuming [bold]{job.id}[/] ({phase.value})")
+    done = _run_job(job.id, phase, con)
+    if phase is Phase.operation:
+        _finish_operation(done, json_output, con)
+    _finish(done, json_output, con, "deleted" if phase is Phase.teardown else "succeeded")
 
 
 @app.command("exec")
@@ -395,6 +419,99 @@ def exec_cmd(
         sys.stderr.write(result.stderr)
         con.print(f"[dim]{target.vm_name} ({result.instance_id}): {result.status}, exit {result.exit_code}[/]")
     raise typer.Exit(result.exit_code if result.exit_code > 0 else (EXIT_OK if result.ok else EXIT_FAILED))
+
+
+# ---- operations on a provisioned environment (vmOp) -----------------------------------------------
+
+lb_app = typer.Typer(
+    help="Attach or detach an environment's load balancer; the VMs keep running.", no_args_is_help=True
+)
+app.add_typer(lb_app, name="lb")
+EnvArg = Annotated[str, typer.Argument(help="Environment name or job id.")]
+
+
+def _operate(ref: str, build: Callable[[JobView], OperationPlan], yes: bool, output: str) -> NoReturn:
+    """One shape for every vmOp: find the job, plan, confirm, record the operation, run it, report."""
+    from vmplane.cli.render import consoles, show_plan
+    from vmplane.jobs import operations
+    from vmplane.jobs.service import Phase
+
+    json_output = _json(output)
+    con, _ = consoles(json_output)
+    settings = _settings()
+    with _job_errors():
+        job = operations.find_job(settings, ref)
+        op = build(job)
+        if job.target.sandbox:
+            _ensure_sandbox(con)
+        show_plan(con, op.plan)
+        _confirm(con, f"Run {op.kind} on {job.org}/{job.env} ({job.id})?", yes)
+        record = operations.begin_operation(settings, op)
+    con.print(f"\njob [bold]{job.id}[/] {op.kind} ({record.id})")
+    _finish_operation(_run_job(job.id, Phase.operation, con), json_output, con)
+
+
+@lb_app.command("attach")
+def lb_attach(
+    env: EnvArg,
+    file: Annotated[
+        Path | None, typer.Option("--file", "-f", help="Take the loadBalancer block from this file.")
+    ] = None,
+    yes: YesOpt = False,
+    output: OutputOpt = "text",
+) -> None:
+    """Create the load balancer (the four LB steps) in front of the running VMs."""
+    from vmplane.jobs import operations
+
+    lb = None
+    if file is not None:
+        lb = _load(file).load_balancer
+        if lb is None:
+            _die(f"{file} has no loadBalancer block", EXIT_USAGE)
+    _operate(env, lambda job: operations.plan_attach_lb(job, lb), yes, output)
+
+
+@lb_app.command("detach")
+def lb_detach(env: EnvArg, yes: YesOpt = False, output: OutputOpt = "text") -> None:
+    """Remove the load balancer, its target group, listeners, certificate and DNS record; the VMs stay."""
+    from vmplane.jobs import operations
+
+    _operate(env, operations.plan_detach_lb, yes, output)
+
+
+@app.command()
+def scale(
+    env: EnvArg,
+    pool: Annotated[str, typer.Argument(help="Pool name.")],
+    min_size: Annotated[int | None, typer.Option("--min", help="ASG minimum size.")] = None,
+    max_size: Annotated[int | None, typer.Option("--max", help="ASG maximum size.")] = None,
+    desired: Annotated[int | None, typer.Option("--desired", help="Desired size (a Fixed pool's size).")] = None,
+    yes: YesOpt = False,
+    output: OutputOpt = "text",
+) -> None:
+    """Change a pool's sizes in place; running VMs stay (a smaller Fixed pool drops its highest-numbered VMs)."""
+    from vmplane.jobs import operations
+
+    _operate(
+        env,
+        lambda job: operations.plan_scale(job, pool, min_size=min_size, max_size=max_size, desired=desired),
+        yes,
+        output,
+    )
+
+
+@app.command()
+def rotate(
+    env: EnvArg,
+    pool: Annotated[str | None, typer.Argument(help="Only this pool.")] = None,
+    yes: YesOpt = False,
+    output: OutputOpt = "text",
+) -> None:
+    """Replace VMs that run an outdated launch template version: Fixed pools one VM at a time (never
+    below the pool's size), ASG pools by an instance refresh."""
+    from vmplane.jobs import operations
+
+    _operate(env, lambda job: operations.plan_rotate(job, pool), yes, output)
 
 
 # ---- read-only commands ---------------------------------------------------------------------------

@@ -9,8 +9,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from vmplane.jobs.service import JobView, StepRecord, StepStatus
+from vmplane.jobs.service import JobView, Phase, StepRecord, StepStatus
 from vmplane.pipeline.plan import Action, Plan
+from vmplane.spec.impact import Change
 
 SYMBOL_STYLE = {Action.create: "green", Action.update: "yellow", Action.destroy: "red", Action.replace: "magenta"}
 STEP_MARK = {
@@ -20,6 +21,38 @@ STEP_MARK = {
     StepStatus.skipped: "[dim]-[/]",
     StepStatus.pending: "[dim]·[/]",
 }
+
+
+PLAN_VERBS = {
+    "provision": "provision",
+    "teardown": "destroy",
+    "update": "update",
+    "attach_lb": "attach a load balancer to",
+    "detach_lb": "detach the load balancer from",
+    "scale": "scale",
+    "rotate": "replace the outdated VMs of",
+}
+IMPACT_STYLE = {"runtime": "cyan", "vm": "yellow", "cloud": "green", "identity": "red"}
+
+
+def show_changes(con: Console, changes: list[Change], refusals: list[str]) -> None:
+    """The changed fields grouped by impact, each with what applying it does."""
+    from vmplane.spec.impact import CONSEQUENCE, Impact
+
+    for impact in Impact:
+        group = [c for c in changes if c.impact is impact]
+        if not group:
+            continue
+        con.print(f"[{IMPACT_STYLE[impact.value]}]{impact.value}[/]: {CONSEQUENCE[impact]}")
+        for c in group:
+            con.print(f"  ~ {c.path}: {_short(c.old)} -> {_short(c.new)}", soft_wrap=True)
+    for r in refusals:
+        con.print(f"[red]refused:[/] {r}", soft_wrap=True)
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True) if value is not None else "(absent)"
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def consoles(json_output: bool) -> tuple[Console, Console]:
@@ -35,7 +68,7 @@ def print_json(obj: Any) -> None:
 
 def show_plan(con: Console, plan: Plan) -> None:
     if plan.kind != "none":
-        verb = "provision" if plan.kind == "provision" else "destroy"
+        verb = PLAN_VERBS.get(plan.kind, plan.kind)
         con.print(f"vmplane will {verb} [bold]{plan.env}[/] on {plan.target} in {len(plan.steps)} steps:")
         con.print("  " + " → ".join(plan.steps))
     for note in plan.notes:
@@ -55,13 +88,13 @@ def show_plan(con: Console, plan: Plan) -> None:
 class StepPrinter:
     """Prints each step once when it starts and once when it ends (works in logs and terminals)."""
 
-    def __init__(self, con: Console, teardown: bool) -> None:
+    def __init__(self, con: Console, phase: Phase) -> None:
         self.con = con
-        self.teardown = teardown
+        self.phase = phase
         self.seen: dict[str, StepStatus] = {}
 
     def __call__(self, job: JobView) -> None:
-        steps = job.teardown_steps if self.teardown else job.steps
+        steps = job.steps_of(self.phase)
         total = len(steps)
         for i, step in enumerate(steps, 1):
             before = self.seen.get(step.name)
@@ -96,13 +129,29 @@ def show_job(con: Console, job: JobView) -> None:
     for label, steps in (("steps", job.steps), ("teardown", job.teardown_steps)):
         if steps:
             con.print(f"  {label}: " + "  ".join(f"{STEP_MARK[s.status]} {s.name}" for s in steps))
+    op = job.operation
+    if op is not None:
+        con.print(f"  last operation: {op.kind} {op.params or ''} [bold]{op.status}[/] ({op.id})")
+        if op.error:
+            con.print(f"    [red]{op.error}[/]", soft_wrap=True)
+        for note in op.notes:
+            con.print(f"    [yellow]note:[/] {note}", soft_wrap=True)
     if infra.VMs:
+        outdated = {v.Name for v in infra.outdated_vms()}
         t = Table(box=None, pad_edge=False)
-        for col in ("VM", "ID", "private IP", "AZ", "state"):
+        for col in ("VM", "POOL", "ID", "private IP", "AZ", "state", "template"):
             t.add_column(col)
         for vm in infra.VMs:
-            t.add_row(vm.Name, vm.ID or "-", vm.PrivateIP or "-", vm.AZ or "-", vm.State.value)
+            version = f"v{vm.LaunchTemplateVersion}" if vm.LaunchTemplateVersion else "-"
+            if vm.Name in outdated:
+                version += f" [yellow](outdated: v{infra.LaunchTemplateVersion.get(vm.Pool)} is current)[/]"
+            t.add_row(vm.Name, vm.Pool, vm.ID or "-", vm.PrivateIP or "-", vm.AZ or "-", vm.State.value, version)
         con.print(t)
+    if infra.LoadBalancerID:
+        domain = job.spec.load_balancer.domain if job.spec.load_balancer else "-"
+        con.print(
+            f"  load balancer https://{domain} -> {infra.LoadBalancerDNSName}  target group {infra.TargetGroupArn}"
+        )
     if infra.VpcID:
         con.print(
             f"  vpc {infra.VpcID}  private subnets {', '.join(infra.PrivateSubnetIDs)}  sg {infra.VMSecurityGroupID}"

@@ -8,16 +8,27 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 from vmplane.clouds.base import CommandResult
 from vmplane.clouds.registry import Target
 from vmplane.jobs import service as jobs
-from vmplane.jobs.service import JobConflictError, JobStatus, JobView
-from vmplane.pipeline.plan import TEARDOWN_STEPS, Plan, provision_plan, provision_steps, teardown_plan
+from vmplane.jobs.service import JobConflictError, JobStatus, JobView, OperationRecord, Phase
+from vmplane.pipeline.plan import (
+    LB_STEPS,
+    TEARDOWN_STEPS,
+    Plan,
+    lb_resources,
+    lb_teardown_resources,
+    provision_plan,
+    provision_steps,
+    teardown_plan,
+)
 from vmplane.settings import Settings
-from vmplane.spec.models import EnvSpec
+from vmplane.spec.impact import CONSEQUENCE, Change, Impact, diff
+from vmplane.spec.models import AsgPool, EnvSpec, FixedPool, LoadBalancer
 from vmplane.store.db import transaction
 
 ACTIVE_WORKFLOW = {"PENDING", "ENQUEUED"}
@@ -28,7 +39,8 @@ class Decision(StrEnum):
     resume = "resume"  # an unfinished or failed job for the same file: continue it
     retry_with_changes = "retry_with_changes"  # a failed job, corrected file: re-run every step
     no_changes = "no_changes"  # applied and identical
-    changed = "changed"  # applied and different: change-impact planning decides (not yet)
+    update = "update"  # applied and different, every change can be made in place: an `update` operation
+    refused = "refused"  # applied and different, and some change cannot be made in place
 
 
 @dataclass
@@ -36,6 +48,17 @@ class ApplyPlan:
     decision: Decision
     plan: Plan
     job: JobView | None
+    changes: list[Change] = field(default_factory=list)
+    refusals: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **self.plan.to_json(),
+            "decision": self.decision.value,
+            "job": self.job.id if self.job else None,
+            "changes": [{**c.to_json(), "consequence": CONSEQUENCE[c.impact]} for c in self.changes],
+            "refusals": self.refusals,
+        }
 
 
 def plan_apply(settings: Settings, spec: EnvSpec, target: Target) -> ApplyPlan:
@@ -50,11 +73,10 @@ def plan_apply(settings: Settings, spec: EnvSpec, target: Target) -> ApplyPlan:
         raise JobConflictError(
             f"environment {spec.name} is being destroyed by {job.id} ({job.status}); finish that first"
         )
-    if job.status is JobStatus.succeeded:
+    if job.status is JobStatus.succeeded or (job.status is JobStatus.failed and job.operation is not None):
         if same:
             return ApplyPlan(Decision.no_changes, Plan("none", spec.name, target.describe(), []), job)
-        note = "this environment is applied and the file differs; updates in place arrive with change-impact planning"
-        return ApplyPlan(Decision.changed, Plan("none", spec.name, target.describe(), [], notes=[note]), job)
+        return plan_update(spec, target, job)
     if job.target != target:
         raise JobConflictError(f"job {job.id} runs on {job.target.describe()}, not {target.describe()}")
     remaining = [s.name for s in job.steps if s.status != jobs.StepStatus.succeeded]
@@ -62,6 +84,34 @@ def plan_apply(settings: Settings, spec: EnvSpec, target: Target) -> ApplyPlan:
     if job.status is JobStatus.failed and not same:
         return ApplyPlan(Decision.retry_with_changes, fresh, job)
     return ApplyPlan(Decision.resume, fresh, job)
+
+
+def plan_update(spec: EnvSpec, target: Target, job: JobView) -> ApplyPlan:
+    """An applied environment and a changed file: every change classified by its impact."""
+    changes = diff(job.config["spec"], jobs.spec_json(spec))
+    refusals: list[str] = []
+    for c in changes:
+        if c.impact is Impact.identity:
+            refusals.append(f"{c.path}: {CONSEQUENCE[c.impact]}")
+        elif c.impact is Impact.runtime and c.path != "$schema":
+            refusals.append(f"{c.path}: runtime settings are not pushed to running VMs yet (issue 4)")
+        elif c.path == "loadBalancer":
+            verb = "attach" if c.new is not None else "detach"
+            refusals.append(f"loadBalancer: use `vmplane lb {verb} {spec.name}` to {verb} the load balancer")
+        elif c.path.startswith("pools.") and c.path.count(".") == 1 and c.new is None:
+            refusals.append(f"{c.path}: removing a pool in place is not supported; set its size to 0 or destroy")
+    if job.target != target:
+        refusals.append(f"the job runs on {job.target.describe()}, not {target.describe()}")
+    steps = provision_steps(spec)
+    plan = Plan("update", spec.name, target.describe(), steps, [], notes=[])
+    plan.notes.append(f"updates job {job.id}: every step reconciles the environment with the file")
+    return ApplyPlan(Decision.refused if refusals else Decision.update, plan, job, changes, refusals)
+
+
+def begin_update(settings: Settings, job: JobView, spec: EnvSpec, ap: ApplyPlan) -> OperationRecord:
+    params = {"changes": [c.path for c in ap.changes]}
+    with transaction(settings.db_url) as s:
+        return jobs.begin_operation(s, job.id, "update", params, ap.plan.steps, spec=spec)
 
 
 def create_or_update_job(settings: Settings, spec: EnvSpec, target: Target, ap: ApplyPlan) -> str:
@@ -101,6 +151,18 @@ def current_job_for(settings: Settings, spec: EnvSpec) -> JobView | None:
         return jobs.view(row) if row is not None else None
 
 
+def resume_phase(job: JobView) -> Phase | None:
+    """What `resume` continues: a teardown, an unfinished operation, or provisioning; None if nothing."""
+    if job.status in (JobStatus.deleting, JobStatus.delete_failed):
+        return Phase.teardown
+    op = job.operation
+    if job.status is not JobStatus.deleted and op is not None and op.status != "succeeded":
+        return Phase.operation
+    if job.status in (JobStatus.succeeded, JobStatus.deleted):
+        return None
+    return Phase.provision
+
+
 def begin_destroy(settings: Settings, job_id: str) -> None:
     with transaction(settings.db_url) as s:
         jobs.begin_teardown(s, job_id, list(TEARDOWN_STEPS))
@@ -109,23 +171,32 @@ def begin_destroy(settings: Settings, job_id: str) -> None:
 Progress = Callable[[JobView], None]
 
 
+def workflow_kind(job: JobView, phase: Phase) -> str:
+    """The attempt counter's key: one per phase, and one per operation."""
+    if phase is Phase.operation:
+        assert job.operation is not None
+        return job.operation.id
+    return phase.value
+
+
 def run(
-    settings: Settings, job_id: str, *, teardown: bool, on_progress: Progress | None = None, poll_interval: float = 0.1
+    settings: Settings, job_id: str, *, phase: Phase, on_progress: Progress | None = None, poll_interval: float = 0.1
 ) -> JobView:
-    """Run (or re-attach to) the job's workflow in this process and wait for it to end."""
+    """Run (or re-attach to) the job's workflow for `phase` in this process and wait for it to end."""
     from vmplane.pipeline import engine
 
     engine.launch(settings)
-    kind = "teardown" if teardown else "provision"
     with transaction(settings.db_url) as s:
-        attempt = jobs.current_attempt(jobs.get_row(s, job_id), kind)
+        row = jobs.get_row(s, job_id)
+        kind = workflow_kind(jobs.view(row), phase)
+        attempt = jobs.current_attempt(row, kind)
     wid = engine.workflow_id(job_id, kind, attempt)
     if attempt == 0 or engine.status_of(wid) not in ACTIVE_WORKFLOW:
         # Nothing in flight for this job (new, failed, or interrupted under another vmplane version).
         with transaction(settings.db_url) as s:
             attempt = jobs.next_workflow_attempt(s, job_id, kind)
         wid = engine.workflow_id(job_id, kind, attempt)
-    handle = engine.start(job_id, teardown=teardown, attempt=attempt)
+    handle = engine.start(job_id, phase.value, wid)
     last_version = -1
     while True:
         done = engine.status_of(wid) not in ACTIVE_WORKFLOW
@@ -179,3 +250,119 @@ def exec_command(target: ExecTarget, command: str, timeout: float) -> CommandRes
 
     driver = driver_for(target.job.target)
     return driver.run_command([target.instance_id], [command], timeout)[0]
+
+
+# ---- operations on a provisioned job (vmOp) --------------------------------------------------------
+
+
+class OperationError(ValueError):
+    """An operation's arguments do not fit the environment (exit code 2, HTTP 422)."""
+
+
+@dataclass
+class OperationPlan:
+    kind: str
+    job: JobView
+    params: dict[str, Any]
+    steps: list[str]
+    plan: Plan
+    spec: EnvSpec | None = None
+    config_updates: dict[str, Any] = field(default_factory=dict)
+
+
+def _require_provisioned(job: JobView) -> None:
+    if job.status in (JobStatus.pending, JobStatus.running, JobStatus.deleting):
+        raise JobConflictError(f"job {job.id} is {job.status.value}; wait for it to finish (or resume it) first")
+    if job.status in (JobStatus.deleted, JobStatus.delete_failed):
+        raise JobConflictError(f"job {job.id} is {job.status.value}; there is no environment to change")
+
+
+def plan_attach_lb(job: JobView, lb: LoadBalancer | None) -> OperationPlan:
+    _require_provisioned(job)
+    if job.infra.LoadBalancerID and job.spec.load_balancer is not None:
+        raise JobConflictError(f"{job.env} already has a load balancer ({job.infra.LoadBalancerDNSName})")
+    block = lb or job.spec.load_balancer
+    if block is None and job.config.get("detachedLoadBalancer"):
+        block = LoadBalancer.model_validate(job.config["detachedLoadBalancer"])
+    if block is None:
+        raise OperationError(f"{job.env} has no loadBalancer block to attach: pass -f FILE with one")
+    spec = job.spec.model_copy(update={"load_balancer": block})
+    steps = [*LB_STEPS, "stepRegisterSpace"]
+    plan = Plan("attach_lb", job.env, job.target.describe(), steps, lb_resources(spec))
+    return OperationPlan("attach_lb", job, {"domain": block.domain}, steps, plan, spec=spec)
+
+
+def plan_detach_lb(job: JobView) -> OperationPlan:
+    _require_provisioned(job)
+    if job.spec.load_balancer is None and not job.infra.LoadBalancerID:
+        raise JobConflictError(f"{job.env} has no load balancer attached")
+    spec = job.spec.model_copy(update={"load_balancer": None})
+    steps = ["stepDetachLoadBalancer", "stepRegisterSpace"]
+    plan = Plan("detach_lb", job.env, job.target.describe(), steps, lb_teardown_resources(job.infra))
+    plan.notes.append("the VMs keep running; their ingress goes back to the VPC CIDR")
+    updates = {"detachedLoadBalancer": jobs.spec_json(job.spec)["loadBalancer"]} if job.spec.load_balancer else {}
+    return OperationPlan("detach_lb", job, {}, steps, plan, spec=spec, config_updates=updates)
+
+
+def plan_scale(
+    job: JobView, pool: str, *, min_size: int | None, max_size: int | None, desired: int | None
+) -> OperationPlan:
+    _require_provisioned(job)
+    current = job.spec.pools.get(pool)
+    if current is None:
+        raise OperationError(f"no pool {pool!r} in {job.env} (pools: {', '.join(job.spec.pools)})")
+    if min_size is None and max_size is None and desired is None:
+        raise OperationError("give at least one of --min, --max, --desired")
+    if isinstance(current, FixedPool):
+        if min_size is not None or max_size is not None:
+            raise OperationError(f"pool {pool} is fixed: only --desired (its size) applies")
+        assert desired is not None
+        new_pool: FixedPool | AsgPool = _revalidate(current, {"size": desired}, pool)
+        detail = f"size {current.size} -> {desired}"
+    else:
+        sizes = {"min": min_size, "max": max_size, "desired": desired}
+        new_pool = _revalidate(current, {k: v for k, v in sizes.items() if v is not None}, pool)
+        assert isinstance(new_pool, AsgPool)
+        before, after = (current.min, current.desired, current.max), (new_pool.min, new_pool.desired, new_pool.max)
+        detail = "min/desired/max {}/{}/{} -> {}/{}/{}".format(*before, *after)
+    spec = job.spec.model_copy(update={"pools": {**job.spec.pools, pool: new_pool}})
+    steps = ["stepScalePool", "stepRegisterSpace"]
+    plan = Plan("scale", job.env, job.target.describe(), steps, [])
+    plan.notes.append(f"pool {pool}: {detail}; running VMs stay")
+    return OperationPlan(
+        "scale", job, {"pool": pool, "min": min_size, "max": max_size, "desired": desired}, steps, plan, spec=spec
+    )
+
+
+def _revalidate(pool: FixedPool | AsgPool, updates: dict[str, int], name: str) -> FixedPool | AsgPool:
+    from pydantic import ValidationError
+
+    try:
+        return type(pool).model_validate({**pool.model_dump(), **updates})
+    except ValidationError as err:
+        reasons = "; ".join(e["msg"] for e in err.errors())
+        raise OperationError(f"pools.{name}: {reasons}") from None
+
+
+def plan_rotate(job: JobView, pool: str | None) -> OperationPlan:
+    _require_provisioned(job)
+    if pool is not None and pool not in job.spec.pools:
+        raise OperationError(f"no pool {pool!r} in {job.env} (pools: {', '.join(job.spec.pools)})")
+    outdated = [v for v in job.infra.outdated_vms() if pool is None or v.Pool == pool]
+    steps = ["stepRotateVMs", "stepRegisterSpace"]
+    plan = Plan("rotate", job.env, job.target.describe(), steps, [])
+    for v in outdated:
+        how = "instance refresh" if isinstance(job.spec.pools[v.Pool], AsgPool) else "one at a time"
+        plan.notes.append(
+            f"{v.Name} ({v.ID}) v{v.LaunchTemplateVersion} -> v{job.infra.LaunchTemplateVersion[v.Pool]} ({how})"
+        )
+    if not outdated:
+        plan.notes.append("every VM runs its pool's current launch template version: nothing to replace")
+    return OperationPlan("rotate", job, {"pool": pool} if pool else {}, steps, plan)
+
+
+def begin_operation(settings: Settings, op: OperationPlan) -> OperationRecord:
+    with transaction(settings.db_url) as s:
+        return jobs.begin_operation(
+            s, op.job.id, op.kind, op.params, op.steps, spec=op.spec, config_updates=op.config_updates
+        )

@@ -43,6 +43,14 @@ class StepStatus(StrEnum):
     skipped = "skipped"
 
 
+class Phase(StrEnum):
+    """Which step list of a job a workflow runs: provisioning, teardown, or an operation (vmOp)."""
+
+    provision = "provision"
+    teardown = "teardown"
+    operation = "operation"
+
+
 class StepRecord(BaseModel):
     model_config = ConfigDict(populate_by_name=True)
 
@@ -53,6 +61,25 @@ class StepRecord(BaseModel):
     error: str | None = None
     api_calls: dict[str, int] = Field(default_factory=dict, alias="apiCalls")
     log: list[str] = Field(default_factory=list)
+
+
+class OperationRecord(BaseModel):
+    """A vmOp on an existing job (attach_lb, detach_lb, scale, rotate, update), with its own steps."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    id: str
+    kind: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    status: str = "pending"  # pending | running | succeeded | failed
+    steps: list[StepRecord] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    error: str | None = None
+    started_at: datetime | None = Field(default=None, alias="startedAt")
+    finished_at: datetime | None = Field(default=None, alias="finishedAt")
+
+    def dump(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True)
 
 
 class JobView(BaseModel):
@@ -83,6 +110,17 @@ class JobView(BaseModel):
     @property
     def target(self) -> Target:
         return Target.model_validate(self.config["target"])
+
+    @property
+    def operation(self) -> OperationRecord | None:
+        op = self.config.get("operation")
+        return OperationRecord.model_validate(op) if op else None
+
+    def steps_of(self, phase: Phase) -> list[StepRecord]:
+        if phase is Phase.operation:
+            op = self.operation
+            return op.steps if op else []
+        return self.teardown_steps if phase is Phase.teardown else self.steps
 
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True)
@@ -186,10 +224,36 @@ def set_status(session: Session, job_id: str, status: JobStatus, error: str | No
     return row
 
 
-def save_infra(session: Session, job_id: str, infra: InfraConfig) -> None:
-    row = get_row(session, job_id)
-    row.config = {**row.config, "infra": infra.model_dump(mode="json")}
+def save_infra(session: Session, job_id: str, infra: InfraConfig, base: dict[str, Any] | None = None) -> None:
+    """Write the infra record. With `base` (what the writer read when it started), only the fields it
+    changed are written, so steps running side by side never overwrite each other's results."""
+    row = get_row(session, job_id, for_update=True)
+    mine = infra.model_dump(mode="json")
+    if base is None:
+        merged = mine
+    else:
+        merged = dict(row.config.get("infra", {}))
+        merged.update({k: v for k, v in mine.items() if base.get(k) != v})
+    row.config = {**row.config, "infra": merged}
     _touch(row)
+
+
+def _steps_of(row: JobRow, phase: Phase) -> list[StepRecord]:
+    if phase is Phase.operation:
+        raw = (row.config.get("operation") or {}).get("steps", [])
+    else:
+        raw = row.teardown_steps if phase is Phase.teardown else row.steps
+    return [StepRecord.model_validate(s) for s in raw or []]
+
+
+def _set_steps(row: JobRow, phase: Phase, steps: list[StepRecord]) -> None:
+    dumped = [_dump(s) for s in steps]
+    if phase is Phase.operation:
+        row.config = {**row.config, "operation": {**row.config["operation"], "steps": dumped}}
+    elif phase is Phase.teardown:
+        row.teardown_steps = dumped
+    else:
+        row.steps = dumped
 
 
 def update_step(
@@ -197,14 +261,14 @@ def update_step(
     job_id: str,
     name: str,
     *,
-    teardown: bool = False,
+    phase: Phase = Phase.provision,
     status: StepStatus,
     error: str | None = None,
     api_calls: dict[str, int] | None = None,
     log: list[str] | None = None,
 ) -> None:
-    row = get_row(session, job_id)
-    steps = [StepRecord.model_validate(s) for s in (row.teardown_steps if teardown else row.steps)]
+    row = get_row(session, job_id, for_update=True)
+    steps = _steps_of(row, phase)
     step = next((s for s in steps if s.name == name), None)
     if step is None:
         step = StepRecord(name=name)
@@ -221,12 +285,12 @@ def update_step(
         step.api_calls = dict(sorted(api_calls.items()))
     if log is not None:
         step.log = log
-    dumped = [_dump(s) for s in steps]
-    if teardown:
-        row.teardown_steps = dumped
-    else:
-        row.steps = dumped
+    _set_steps(row, phase, steps)
     _touch(row)
+
+
+def step_names(row: JobRow, phase: Phase) -> list[str]:
+    return [s.name for s in _steps_of(row, phase)]
 
 
 def begin_teardown(session: Session, job_id: str, step_names: list[str]) -> JobRow:
@@ -283,6 +347,71 @@ def next_workflow_attempt(session: Session, job_id: str, kind: str) -> int:
 
 def current_attempt(row: JobRow, kind: str) -> int:
     return int(row.config.get("attempts", {}).get(kind, 0))
+
+
+def new_operation_id() -> str:
+    return f"op-{secrets.token_hex(4)}"
+
+
+def begin_operation(
+    session: Session,
+    job_id: str,
+    kind: str,
+    params: dict[str, Any],
+    step_names: list[str],
+    *,
+    spec: EnvSpec | None = None,
+    config_updates: dict[str, Any] | None = None,
+) -> OperationRecord:
+    """Record a vmOp on a provisioned job; the caller starts its workflow after commit.
+
+    The desired state (`spec`) is written first, as for apply: the op's steps reconcile towards it, and
+    a crash leaves the op `running` for `resume` to continue.
+    """
+    row = get_row(session, job_id, for_update=True)
+    status = JobStatus(row.status)
+    if status in ACTIVE:
+        raise JobConflictError(f"job {job_id} is {status.value}; wait for it to finish (or resume it) first")
+    if status in (JobStatus.deleted, JobStatus.delete_failed):
+        raise JobConflictError(f"job {job_id} is {status.value}; there is no environment to change")
+    previous = row.config.get("operation")
+    if status is JobStatus.failed and not previous:
+        raise JobConflictError(f"job {job_id} failed while provisioning; resume it (vmplane resume) first")
+    op = OperationRecord(
+        id=new_operation_id(), kind=kind, params=params, steps=[StepRecord(name=n) for n in step_names]
+    )
+    history = list(row.config.get("operationHistory", []))
+    if previous:
+        history = [*history, {k: previous.get(k) for k in ("id", "kind", "params", "status", "error", "finishedAt")}]
+    config = {**row.config, **(config_updates or {}), "operation": op.dump(), "operationHistory": history[-50:]}
+    if spec is not None:
+        config["spec"] = spec_json(spec)
+    row.config = config
+    row.status = JobStatus.pending.value
+    row.error = None
+    _touch(row)
+    return op
+
+
+def set_operation_status(session: Session, job_id: str, status: str, *, error: str | None = None) -> None:
+    row = get_row(session, job_id, for_update=True)
+    op = OperationRecord.model_validate(row.config["operation"])
+    now = datetime.now(UTC)
+    op.status, op.error = status, error
+    if status == "running":
+        op.started_at = op.started_at or now
+    else:
+        op.finished_at = now
+    row.config = {**row.config, "operation": op.dump()}
+    _touch(row)
+
+
+def add_operation_notes(session: Session, job_id: str, notes: list[str]) -> None:
+    row = get_row(session, job_id, for_update=True)
+    op = dict(row.config["operation"])
+    op["notes"] = [*op.get("notes", []), *notes]
+    row.config = {**row.config, "operation": op}
+    _touch(row)
 
 
 def replace_spec(session: Session, job_id: str, spec: EnvSpec, step_names: list[str]) -> JobRow:

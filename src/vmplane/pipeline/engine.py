@@ -57,14 +57,18 @@ def workflow_id(job_id: str, kind: str, attempt: int) -> str:
     return f"{job_id}:{kind}:{attempt}"
 
 
-def start(job_id: str, *, teardown: bool, attempt: int) -> Any:
-    """Start (or, for an id that exists, attach to) the job's workflow; returns a DBOS handle."""
+def start(job_id: str, phase: str, wid: str) -> Any:
+    """Start (or, for an id that exists, attach to) the job's workflow for `phase`; returns a DBOS handle."""
     from dbos import DBOS, SetWorkflowID
 
-    from vmplane.pipeline.workflows import provision_workflow, teardown_workflow
+    from vmplane.pipeline import workflows
 
-    wf = teardown_workflow if teardown else provision_workflow
-    with SetWorkflowID(workflow_id(job_id, "teardown" if teardown else "provision", attempt)):
+    wf = {
+        "provision": workflows.provision_workflow,
+        "teardown": workflows.teardown_workflow,
+        "operation": workflows.operation_workflow,
+    }[phase]
+    with SetWorkflowID(wid):
         return DBOS.start_workflow(wf, job_id)
 
 

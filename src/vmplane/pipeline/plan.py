@@ -39,6 +39,44 @@ TEARDOWN_STEPS = [
 ]
 
 
+# What each provisioning step needs done first. Steps whose inputs are ready run side by side (a wave):
+# IAM does not wait for the network, the LB is built while the launch template and the VMs are, and the
+# DNS record while the VMs boot. Steps not listed here (teardown, operations) run one after another.
+DEPENDS: dict[str, list[str]] = {
+    "stepValidate": [],
+    "stepCreateNetwork": ["stepValidate"],
+    "stepCreateIAM": ["stepValidate"],
+    "stepCreateLaunchTemplate": ["stepCreateNetwork", "stepCreateIAM"],
+    "stepCreateVMs": ["stepCreateLaunchTemplate"],
+    "stepCreateLoadBalancer": ["stepCreateNetwork"],
+    "stepCreateTargetGroup": ["stepCreateLoadBalancer", "stepCreateVMs"],  # registers the VMs
+    "stepCreateListener": ["stepCreateTargetGroup"],
+    "stepCreateDNSRecord": ["stepCreateLoadBalancer"],
+}
+ALL_BEFORE = {"stepRegisterSpace"}  # needs every earlier step's output
+
+
+def waves(names: list[str]) -> list[list[str]]:
+    """Group steps into waves: each step runs in the first wave after all of its dependencies.
+
+    Dependencies outside `names` (already done, e.g. the network when an operation attaches an LB)
+    count as met. Order inside a wave follows `names`, so the grouping is deterministic.
+    """
+    level: dict[str, int] = {}
+    for i, name in enumerate(names):
+        if name in ALL_BEFORE:
+            deps = names[:i]
+        elif name in DEPENDS:
+            deps = [d for d in DEPENDS[name] if d in level]
+        else:
+            deps = names[i - 1 : i]  # steps without declared inputs keep their order
+        level[name] = 1 + max((level[d] for d in deps), default=-1)
+    out: list[list[str]] = [[] for _ in range(max(level.values(), default=-1) + 1)]
+    for name in names:
+        out[level[name]].append(name)
+    return out
+
+
 def provision_steps(spec: EnvSpec) -> list[str]:
     if spec.load_balancer is None:
         return list(PROVISION_STEPS)
@@ -162,8 +200,70 @@ def provision_plan(spec: EnvSpec, target: str) -> Plan:
                 f"min {pool.min} / desired {pool.desired} / max {pool.max}",
             )
     if spec.load_balancer is not None:
-        notes.append("the load balancer steps are not available yet; stepValidate will refuse this file")
+        add.extend(lb_resources(spec))
     return Plan("provision", env, target, provision_steps(spec), add, notes)
+
+
+def lb_resources(spec: EnvSpec) -> list[PlannedResource]:
+    """What the four load balancer steps create (also the plan of `vmplane lb attach`)."""
+    lb, env = spec.load_balancer, spec.name
+    assert lb is not None
+    hc = lb.health_check
+    out = [
+        PlannedResource(
+            Action.create, "aws_security_group", f"{env}-lb", "stepCreateLoadBalancer", "tcp/443, tcp/80 from anywhere"
+        ),
+        PlannedResource(
+            Action.create,
+            "aws_acm_certificate",
+            lb.domain,
+            "stepCreateLoadBalancer",
+            "existing " + lb.certificate_arn if lb.certificate_arn else "requested, DNS validation",
+        ),
+        PlannedResource(
+            Action.create, "aws_lb", env, "stepCreateLoadBalancer", "application, internet-facing, public subnets"
+        ),
+        PlannedResource(
+            Action.create,
+            "aws_lb_target_group",
+            f"{env}-tg",
+            "stepCreateTargetGroup",
+            f"HTTP:{lb.target_port}, health GET {hc.path} on {hc.port}",
+        ),
+        PlannedResource(
+            Action.update,
+            "aws_security_group",
+            f"{env}-vm",
+            "stepCreateTargetGroup",
+            f"tcp/{lb.target_port} from the LB's group only",
+        ),
+        PlannedResource(
+            Action.create, "aws_lb_listener", f"{env}-https", "stepCreateListener", "HTTPS:443 -> target group"
+        ),
+        PlannedResource(Action.create, "aws_lb_listener", f"{env}-http", "stepCreateListener", "HTTP:80 -> 301 HTTPS"),
+        PlannedResource(Action.create, "aws_route53_record", lb.domain, "stepCreateDNSRecord", "A alias -> the LB"),
+    ]
+    return out
+
+
+def lb_teardown_resources(infra: InfraConfig) -> list[PlannedResource]:
+    """What stepDetachLoadBalancer removes (also the plan of `vmplane lb detach`)."""
+    step = "stepDetachLoadBalancer"
+    out = [PlannedResource(Action.destroy, "aws_route53_record", r.Name, step, r.Type) for r in infra.DNSRecords]
+    out += [PlannedResource(Action.destroy, "aws_lb_listener", a.rsplit("/", 1)[-1], step) for a in infra.ListenerArns]
+    if infra.LoadBalancerID:
+        out.append(PlannedResource(Action.destroy, "aws_lb", infra.LoadBalancerName or infra.LoadBalancerID, step))
+    if infra.TargetGroupArn:
+        out.append(
+            PlannedResource(Action.destroy, "aws_lb_target_group", infra.TargetGroupArn.rsplit("/", 2)[-2], step)
+        )
+    if infra.LoadBalancerSecurityGroupID:
+        out.append(PlannedResource(Action.destroy, "aws_security_group", infra.LoadBalancerSecurityGroupID, step))
+    if infra.CertificateArn and infra.CertificateRequested:
+        out.append(
+            PlannedResource(Action.destroy, "aws_acm_certificate", infra.CertificateArn.rsplit("/", 1)[-1], step)
+        )
+    return out
 
 
 def teardown_plan(spec: EnvSpec, infra: InfraConfig, target: str) -> Plan:
@@ -173,8 +273,7 @@ def teardown_plan(spec: EnvSpec, infra: InfraConfig, target: str) -> Plan:
     def minus(type_: str, name: str, step: str, detail: str = "") -> None:
         out.append(PlannedResource(Action.destroy, type_, name, step, detail))
 
-    if infra.LoadBalancerID:
-        minus("aws_lb", infra.LoadBalancerID, "stepDetachLoadBalancer")
+    out.extend(lb_teardown_resources(infra))
     for vm in infra.VMs:
         if vm.ID:
             minus("aws_instance", vm.ID, "stepTerminateVMs", vm.Name)

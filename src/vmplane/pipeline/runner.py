@@ -7,15 +7,19 @@ step is idempotent anyway, because a crash can land between a cloud call and its
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from sqlalchemy.orm import Session
+
 from vmplane.clouds.base import API_CALLS, CloudDriver, Context, Tagger
-from vmplane.clouds.errors import UnsupportedError
 from vmplane.clouds.registry import driver_for
 from vmplane.jobs import service as jobs
-from vmplane.jobs.service import JobStatus, JobView, StepStatus
+from vmplane.jobs.service import JobStatus, JobView, Phase, StepStatus
+from vmplane.pipeline.plan import waves
 from vmplane.spec.models import BootstrapMode
 from vmplane.state import VMState
 from vmplane.store.db import transaction
@@ -29,11 +33,6 @@ class StepFailedError(RuntimeError):
 
 
 def _validate(driver: CloudDriver, ctx: Context, job: JobView) -> None:
-    if ctx.spec.load_balancer is not None:
-        raise UnsupportedError(
-            "loadBalancer: the load balancer steps (stepCreateLoadBalancer ...) are not available yet; "
-            "remove the loadBalancer block to provision the VMs now"
-        )
     driver.preflight(ctx)
 
 
@@ -46,14 +45,26 @@ def _register(driver: CloudDriver, ctx: Context, job: JobView) -> None:
         "launchTemplates": infra.LaunchTemplateID,
         "scalingGroups": infra.ScalingGroupID,
         "execMode": infra.ExecMode,
+        "loadBalancer": (
+            {"dnsName": infra.LoadBalancerDNSName, "domain": ctx.spec.load_balancer.domain}
+            if infra.LoadBalancerID and ctx.spec.load_balancer
+            else None
+        ),
         "vms": [
-            {"name": v.Name, "id": v.ID, "privateIp": v.PrivateIP, "az": v.AZ, "state": v.State.value}
+            {
+                "name": v.Name,
+                "id": v.ID,
+                "privateIp": v.PrivateIP,
+                "az": v.AZ,
+                "state": v.State.value,
+                "templateVersion": v.LaunchTemplateVersion,
+            }
             for v in infra.VMs
         ],
+        "outdatedVms": [v.Name for v in infra.outdated_vms()],
         "target": job.target.describe(),
     }
-    with transaction(_db_url()) as s:
-        jobs.register_env(s, jobs.get_row(s, ctx.job_id), outputs)
+    _write(_db_url(), lambda s: jobs.register_env(s, jobs.get_row(s, ctx.job_id), outputs))
     ctx.log(f"registered {ctx.spec.org}/{ctx.spec.name} in the inventory")
 
 
@@ -65,16 +76,38 @@ def _finalize(driver: CloudDriver, ctx: Context, job: JobView) -> None:
     if job.target.sandbox:
         ctx.log("sandbox: the emulator does not run commands, so the sentinel check proves the request only")
     ctx.log(f"{len(infra.VMs)} VMs, BootstrapNginxReady={infra.BootstrapNginxReady}")
+    _note_outdated(ctx)
 
 
-def _not_yet(driver: CloudDriver, ctx: Context, job: JobView) -> None:
-    raise UnsupportedError("load balancer steps are not implemented yet")
+def _note_outdated(ctx: Context) -> None:
+    outdated = ctx.infra.outdated_vms()
+    if outdated:
+        pools = sorted({v.Pool for v in outdated})
+        ctx.notes.append(
+            f"{len(outdated)} VMs run an older launch template version ({', '.join(v.Name for v in outdated)}); "
+            f"nothing was replaced: run `vmplane rotate {ctx.spec.name}` to replace them "
+            f"(pools: {', '.join(pools)})"
+        )
+        ctx.log(ctx.notes[-1])
 
 
 def _detach_lb(driver: CloudDriver, ctx: Context, job: JobView) -> None:
-    if ctx.infra.LoadBalancerID:
-        raise UnsupportedError("load balancer teardown is not implemented yet")
-    ctx.log("no load balancer attached")
+    # In teardown the VMs go next; as a vmOp they stay and get their VPC-internal ingress back.
+    driver.detach_load_balancer(ctx, keep_vms=job.status is not JobStatus.deleting)
+
+
+def _scale(driver: CloudDriver, ctx: Context, job: JobView) -> None:
+    driver.ensure_vms(ctx)
+    if ctx.infra.TargetGroupArn:
+        driver.ensure_target_group(ctx)  # registers new Fixed-pool VMs
+
+
+def _rotate(driver: CloudDriver, ctx: Context, job: JobView) -> None:
+    op = job.operation
+    wanted = op.params.get("pool") if op else None
+    for pool in [wanted] if wanted else sorted(ctx.spec.pools):
+        ctx.notes.extend(driver.rotate_pool(ctx, pool))
+    _note_outdated(ctx)
 
 
 def _unregister(driver: CloudDriver, ctx: Context, job: JobView) -> None:
@@ -82,8 +115,7 @@ def _unregister(driver: CloudDriver, ctx: Context, job: JobView) -> None:
     if left:
         listed = ", ".join(f"{x.kind} {x.id}" for x in left[:20])
         raise StepFailedError(f"{len(left)} resources tagged with {ctx.job_id} remain: {listed}")
-    with transaction(_db_url()) as s:
-        jobs.unregister_env(s, ctx.spec.org, ctx.spec.name)
+    _write(_db_url(), lambda s: jobs.unregister_env(s, ctx.spec.org, ctx.spec.name))
     ctx.log("nothing tagged with this job remains; removed from the inventory")
 
 
@@ -93,10 +125,10 @@ STEPS: dict[str, StepFn] = {
     "stepCreateIAM": lambda d, c, j: d.ensure_identity(c),
     "stepCreateLaunchTemplate": lambda d, c, j: d.ensure_launch_templates(c),
     "stepCreateVMs": lambda d, c, j: d.ensure_vms(c),
-    "stepCreateLoadBalancer": _not_yet,
-    "stepCreateTargetGroup": _not_yet,
-    "stepCreateListener": _not_yet,
-    "stepCreateDNSRecord": _not_yet,
+    "stepCreateLoadBalancer": lambda d, c, j: d.ensure_load_balancer(c),
+    "stepCreateTargetGroup": lambda d, c, j: d.ensure_target_group(c),
+    "stepCreateListener": lambda d, c, j: d.ensure_listener(c),
+    "stepCreateDNSRecord": lambda d, c, j: d.ensure_dns_record(c),
     "stepRegisterSpace": _register,
     "stepFinalize": _finalize,
     "stepDetachLoadBalancer": _detach_lb,
@@ -106,6 +138,9 @@ STEPS: dict[str, StepFn] = {
     "stepDeleteIAM": lambda d, c, j: d.delete_identity(c),
     "stepDeleteNetwork": lambda d, c, j: d.delete_network(c),
     "stepUnregisterSpace": _unregister,
+    # Operations (vmOp) on a provisioned job
+    "stepScalePool": _scale,
+    "stepRotateVMs": _rotate,
 }
 
 
@@ -115,23 +150,34 @@ def _db_url() -> str:
     return get_settings().db_url
 
 
-def run_step(job_id: str, name: str, *, teardown: bool = False) -> str:
+# Steps of one wave run in threads of this process; their writes to the job row are serialised here
+# (and each write reads the row afresh), so one step's record never overwrites another's.
+_WRITE_LOCK = threading.Lock()
+
+
+def _write(url: str, fn: Callable[[Session], None]) -> None:
+    with _WRITE_LOCK, transaction(url) as s:
+        fn(s)
+
+
+def run_step(job_id: str, name: str, phase: Phase = Phase.provision) -> str:
     """Run step `name` of job `job_id`; returns its final status. Raises StepFailedError on failure."""
     url = _db_url()
     with transaction(url) as s:
         job = jobs.view(jobs.get_row(s, job_id))
-        records = job.teardown_steps if teardown else job.steps
-        done = next((r for r in records if r.name == name and r.status is StepStatus.succeeded), None)
-        if done is not None:
-            return StepStatus.succeeded.value
-        jobs.update_step(s, job_id, name, teardown=teardown, status=StepStatus.running)
+    if any(r.name == name and r.status is StepStatus.succeeded for r in job.steps_of(phase)):
+        return StepStatus.succeeded.value
+    _write(url, lambda s: jobs.update_step(s, job_id, name, phase=phase, status=StepStatus.running))
 
     log: list[str] = []
     infra = job.infra
+    base = infra.model_dump(mode="json")
 
     def save() -> None:
-        with transaction(url) as s:
-            jobs.save_infra(s, job_id, infra)
+        nonlocal base
+        snapshot = infra.model_dump(mode="json")
+        _write(url, lambda s: jobs.save_infra(s, job_id, infra, base))
+        base = snapshot
 
     def note(msg: str) -> None:
         log.append(msg)
@@ -142,31 +188,37 @@ def run_step(job_id: str, name: str, *, teardown: bool = False) -> str:
     )
     tally: Counter[str] = Counter()
     token = API_CALLS.set(tally)
+    error: BaseException | None = None
     try:
         STEPS[name](driver_for(job.target), ctx, job)
     except Exception as err:
-        message = _describe(err)
-        with transaction(url) as s:
-            jobs.save_infra(s, job_id, infra)
-            jobs.update_step(
-                s,
-                job_id,
-                name,
-                teardown=teardown,
-                status=StepStatus.failed,
-                error=message,
-                api_calls=dict(tally),
-                log=log,
-            )
-        raise StepFailedError(f"{name}: {message}") from err
+        error = err
     finally:
         API_CALLS.reset(token)
-    with transaction(url) as s:
-        jobs.save_infra(s, job_id, infra)
-        jobs.update_step(
-            s, job_id, name, teardown=teardown, status=StepStatus.succeeded, api_calls=dict(tally), log=log
-        )
+    message = _describe(error) if error else None
+
+    def finish(s: Session) -> None:
+        jobs.save_infra(s, job_id, infra, base)
+        status = StepStatus.failed if error else StepStatus.succeeded
+        jobs.update_step(s, job_id, name, phase=phase, status=status, error=message, api_calls=dict(tally), log=log)
+        if ctx.notes and phase is Phase.operation:
+            jobs.add_operation_notes(s, job_id, ctx.notes)
+
+    _write(url, finish)
+    if error is not None:
+        raise StepFailedError(f"{name}: {message}") from error
     return StepStatus.succeeded.value
+
+
+def run_wave(job_id: str, names: list[str], phase: Phase) -> None:
+    """Run independent steps side by side; wait for all, then report the first failure in step order."""
+    if len(names) == 1:
+        run_step(job_id, names[0], phase)
+        return
+    with ThreadPoolExecutor(max_workers=len(names), thread_name_prefix="vmplane-step") as pool:
+        futures = [pool.submit(run_step, job_id, n, phase) for n in names]
+    for f in futures:
+        f.result()
 
 
 def _describe(err: BaseException) -> str:
@@ -177,21 +229,25 @@ def _describe(err: BaseException) -> str:
     return f"{type(err).__name__}: {err}"
 
 
-def start_job(job_id: str, *, teardown: bool) -> list[str]:
-    """Mark the job running (or deleting) and return the step names to run in order."""
-    with transaction(_db_url()) as s:
+def start_job(job_id: str, phase: Phase) -> list[list[str]]:
+    """Mark the job running and return its steps as waves (lists of steps that may run side by side)."""
+    with _WRITE_LOCK, transaction(_db_url()) as s:
         row = jobs.get_row(s, job_id)
-        if not teardown:
+        if phase is Phase.operation:
+            jobs.set_operation_status(s, job_id, "running")
+        if phase is not Phase.teardown:
             jobs.set_status(s, job_id, JobStatus.running)
-        return [r["name"] for r in (row.teardown_steps if teardown else row.steps)]
+        return waves(jobs.step_names(row, phase))
 
 
-def finish_job(job_id: str, *, teardown: bool, error: str | None) -> str:
-    if teardown:
+def finish_job(job_id: str, phase: Phase, error: str | None) -> str:
+    if phase is Phase.teardown:
         status = JobStatus.delete_failed if error else JobStatus.deleted
     else:
         status = JobStatus.failed if error else JobStatus.succeeded
-    with transaction(_db_url()) as s:
+    with _WRITE_LOCK, transaction(_db_url()) as s:
+        if phase is Phase.operation:
+            jobs.set_operation_status(s, job_id, "failed" if error else "succeeded", error=error)
         jobs.set_status(s, job_id, status, error)
     return status.value
 

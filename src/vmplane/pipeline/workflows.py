@@ -9,41 +9,49 @@ from __future__ import annotations
 
 from dbos import DBOS
 
+from vmplane.jobs.service import Phase
 from vmplane.pipeline import runner
 
 
 @DBOS.step(retries_allowed=False)
-def begin(job_id: str, teardown: bool) -> list[str]:
-    return runner.start_job(job_id, teardown=teardown)
+def begin(job_id: str, phase: str) -> list[list[str]]:
+    return runner.start_job(job_id, Phase(phase))
 
 
 @DBOS.step(retries_allowed=False)
-def pipeline_step(job_id: str, name: str, teardown: bool) -> str:
+def pipeline_wave(job_id: str, names: list[str], phase: str) -> None:
+    # One checkpoint per wave of independent steps. A crash mid-wave re-runs the wave: steps recorded
+    # as succeeded are skipped, the others reconcile (every step is idempotent).
     # Transient cloud errors are retried inside the driver with deadlines; what reaches here is final.
-    return runner.run_step(job_id, name, teardown=teardown)
+    runner.run_wave(job_id, names, Phase(phase))
 
 
 @DBOS.step(retries_allowed=False)
-def finish(job_id: str, teardown: bool, error: str | None) -> str:
-    return runner.finish_job(job_id, teardown=teardown, error=error)
+def finish(job_id: str, phase: str, error: str | None) -> str:
+    return runner.finish_job(job_id, Phase(phase), error)
 
 
-def _run(job_id: str, teardown: bool) -> str:
+def _run(job_id: str, phase: Phase) -> str:
     error: str | None = None
-    for name in begin(job_id, teardown):
+    for wave in begin(job_id, phase.value):
         try:
-            pipeline_step(job_id, name, teardown)
+            pipeline_wave(job_id, wave, phase.value)
         except Exception as err:
             error = str(err)
             break
-    return finish(job_id, teardown, error)
+    return finish(job_id, phase.value, error)
 
 
 @DBOS.workflow()
 def provision_workflow(job_id: str) -> str:
-    return _run(job_id, teardown=False)
+    return _run(job_id, Phase.provision)
 
 
 @DBOS.workflow()
 def teardown_workflow(job_id: str) -> str:
-    return _run(job_id, teardown=True)
+    return _run(job_id, Phase.teardown)
+
+
+@DBOS.workflow()
+def operation_workflow(job_id: str) -> str:
+    return _run(job_id, Phase.operation)

@@ -94,6 +94,9 @@ def start(settings: Settings) -> SandboxInfo:
         time.sleep(delay)
         delay = min(delay * 1.5, 0.5)
     info = SandboxInfo(running=True, port=settings.sandbox_port, pid=proc.pid, started_at=time.time())
+    from vmplane.sandbox.seed import seed
+
+    seed(info.endpoint)
     _state_file(settings).write_text(json.dumps({"pid": proc.pid, "port": info.port, "started_at": info.started_at}))
     return info
 
@@ -124,4 +127,7 @@ def reset(settings: Settings) -> SandboxInfo:
     req = urllib.request.Request(f"{current.endpoint}/moto-api/reset", method="POST")
     with urllib.request.urlopen(req, timeout=10):
         pass
+    from vmplane.sandbox.seed import seed
+
+    seed(current.endpoint)  # the account's domain comes back, as after `start`
     return current

@@ -18,6 +18,9 @@ def main() -> None:
     args = parser.parse_args()
     # Lets the sandbox attach AWS managed policies such as AmazonSSMManagedInstanceCore.
     os.environ["MOTO_IAM_LOAD_MANAGED_POLICIES"] = "true"
+    # moto marks a DNS-validated certificate ISSUED once this many seconds have passed (it never looks
+    # at the validation record). AWS takes minutes after the record exists; the sandbox does not wait.
+    os.environ["MOTO_ACM_VALIDATION_WAIT"] = "0"
     from moto.server import ThreadedMotoServer
 
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=args.port, verbose=False)

@@ -151,6 +151,12 @@ class AsgPool(PoolBase):
     min: int = Field(ge=0, le=1000)
     max: int = Field(ge=1, le=1000)
     desired: int = Field(ge=0, le=1000)
+    target_cpu_percent: float | None = Field(
+        default=None,
+        gt=0,
+        le=100,
+        description="Optional target-tracking policy: keep the group's average CPU near this percentage.",
+    )
 
     @model_validator(mode="after")
     def _bounds(self) -> AsgPool:
@@ -212,13 +218,24 @@ class HealthCheck(SpecModel):
 
 
 class LoadBalancer(SpecModel):
-    """Declared now so files written today stay valid; the LB steps arrive with the LB pipeline."""
+    """A TLS load balancer in the public subnets in front of the private VMs (HTTP redirects to HTTPS)."""
 
-    domain: str = Field(min_length=3, description="DNS name the LB answers on.")
-    hosted_zone_id: str | None = Field(default=None, description="Route53 zone for the alias and validation.")
-    cert_source: CertSource = Field(default=CertSource.AWSACM)
-    certificate_arn: str | None = Field(default=None, description="Use this certificate instead of requesting one.")
-    target_port: int = Field(default=80, ge=1, le=65535)
+    domain: str = Field(
+        min_length=3,
+        max_length=253,
+        pattern=r"^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$",
+        description="DNS name the LB answers on (an alias record is written in the hosted zone).",
+    )
+    hosted_zone_id: str | None = Field(
+        default=None,
+        description="Route53 zone for the alias and the certificate's validation record; "
+        "default: the account's public zone whose name is the longest suffix of domain.",
+    )
+    cert_source: CertSource = Field(default=CertSource.AWSACM, description="Where the TLS certificate comes from.")
+    certificate_arn: str | None = Field(
+        default=None, pattern=r"^arn:", description="Use this existing certificate instead of requesting one."
+    )
+    target_port: int = Field(default=80, ge=1, le=65535, description="Port the VMs serve on (NGINX: 80).")
     health_check: HealthCheck = Field(default_factory=HealthCheck)
 
 

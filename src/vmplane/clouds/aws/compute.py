@@ -9,6 +9,7 @@ from typing import Any
 
 from vmplane.bootstrap.cloudinit import SENTINEL_CHECK_COMMAND, render_user_data
 from vmplane.clouds.aws import exec as aws_exec
+from vmplane.clouds.aws import targets
 from vmplane.clouds.aws.errors import aws_call, aws_errors
 from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.aws.tags import find_tagged, job_filters, tag_list, tag_spec
@@ -23,7 +24,7 @@ from vmplane.clouds.errors import (
 )
 from vmplane.clouds.waits import poll, retry
 from vmplane.spec.models import AsgPool, FixedPool
-from vmplane.state import VMRecord, VMState
+from vmplane.state import InfraConfig, VMRecord, VMState
 
 LIVE_STATES = ["pending", "running", "stopping", "stopped"]
 RUNNING_TIMEOUT = 600.0
@@ -39,7 +40,8 @@ def resource_name(ctx: Context, suffix: str) -> str:
 
 
 def ensure_security_group(aws: AwsClients, ctx: Context) -> str:
-    """The VM group: the configured TCP ports from inside the VPC only. Never 22, never 0.0.0.0/0."""
+    """The VM group: the configured TCP ports from inside the VPC only, and with a load balancer its
+    target and health-check ports from the LB's group only. Never 22, never 0.0.0.0/0."""
     ec2, infra, t = aws.ec2, ctx.infra, ctx.tagger
     found = find_tagged(ec2.describe_security_groups, "SecurityGroups", job_filters(t, "vm-sg"))
     if found:
@@ -57,16 +59,23 @@ def ensure_security_group(aws: AwsClients, ctx: Context) -> str:
     infra.VMSecurityGroupID = sg["GroupId"]
     ctx.save()
 
-    desired = {(p, infra.VpcCidr) for p in ctx.spec.network.ingress_ports}
-    current: set[tuple[int, str]] = set()
+    desired = desired_vm_ingress(ctx)
+    current: set[Source] = set()
     stale: list[dict[str, Any]] = []
     for perm in sg.get("IpPermissions", []):
         single_tcp = perm.get("IpProtocol") == "tcp" and perm.get("FromPort") == perm.get("ToPort")
-        keep = [r for r in perm.get("IpRanges", []) if single_tcp and (perm["FromPort"], r["CidrIp"]) in desired]
-        current.update((perm["FromPort"], r["CidrIp"]) for r in keep)
-        # Anything else (other ports or protocols, other CIDRs, IPv6, groups, prefix lists) was not asked for.
-        extra = {k: perm.get(k, []) for k in ("Ipv6Ranges", "UserIdGroupPairs", "PrefixListIds")}
-        extra["IpRanges"] = [r for r in perm.get("IpRanges", []) if r not in keep]
+        port = perm.get("FromPort")
+        keep_ranges = [r for r in perm.get("IpRanges", []) if single_tcp and (port, r["CidrIp"]) in desired]
+        keep_pairs = [p for p in perm.get("UserIdGroupPairs", []) if single_tcp and (port, p["GroupId"]) in desired]
+        current.update((port, r["CidrIp"]) for r in keep_ranges)
+        current.update((port, p["GroupId"]) for p in keep_pairs)
+        # Anything else (other ports or protocols, other CIDRs or groups, IPv6, prefix lists) was not asked for.
+        extra: dict[str, list[Any]] = {
+            "IpRanges": [r for r in perm.get("IpRanges", []) if r not in keep_ranges],
+            "UserIdGroupPairs": [revoke_pair(p) for p in perm.get("UserIdGroupPairs", []) if p not in keep_pairs],
+            "Ipv6Ranges": perm.get("Ipv6Ranges", []),
+            "PrefixListIds": perm.get("PrefixListIds", []),
+        }
         if any(extra.values()):
             rule = {k: perm[k] for k in ("IpProtocol", "FromPort", "ToPort") if k in perm}
             stale.append({**rule, **{k: v for k, v in extra.items() if v}})
@@ -76,22 +85,40 @@ def ensure_security_group(aws: AwsClients, ctx: Context) -> str:
             aws_call(
                 ec2.authorize_security_group_ingress,
                 GroupId=sg["GroupId"],
-                IpPermissions=[_tcp_rule(port, cidr) for port, cidr in to_add],
+                IpPermissions=[_tcp_rule(port, source) for port, source in to_add],
             )
     # Security groups are mutable in place (the seed): drop whatever the spec does not ask for.
     if stale:
         aws_call(ec2.revoke_security_group_ingress, GroupId=sg["GroupId"], IpPermissions=stale)
-    ctx.log(f"vm security group {sg['GroupId']}: tcp {sorted(p for p, _ in desired)} from {infra.VpcCidr}")
+    ctx.log(f"vm security group {sg['GroupId']}: " + ", ".join(f"tcp/{p} from {s}" for p, s in sorted(desired)))
     return str(sg["GroupId"])
 
 
-def _tcp_rule(port: int, cidr: str) -> dict[str, Any]:
-    return {
-        "IpProtocol": "tcp",
-        "FromPort": port,
-        "ToPort": port,
-        "IpRanges": [{"CidrIp": cidr, "Description": "inside the VPC"}],
-    }
+Source = tuple[int, str]  # (port, CIDR or security group id)
+
+
+def revoke_pair(pair: dict[str, Any]) -> dict[str, Any]:
+    """A group reference as revoke wants it. AWS matches on GroupId; the sandbox (moto) matches the whole
+    pair as it was authorized, description included, so send it back as described."""
+    return {k: pair[k] for k in ("GroupId", "UserId", "Description") if k in pair}
+
+
+def desired_vm_ingress(ctx: Context) -> set[Source]:
+    infra, lb = ctx.infra, ctx.spec.load_balancer
+    lb_sg = infra.LoadBalancerSecurityGroupID if lb is not None else None
+    lb_ports = {lb.target_port, lb.health_check.port} if lb is not None and lb_sg else set()
+    out: set[Source] = {(p, str(infra.VpcCidr)) for p in ctx.spec.network.ingress_ports if p not in lb_ports}
+    out.update((p, str(lb_sg)) for p in lb_ports)
+    return out
+
+
+def _tcp_rule(port: int, source: str) -> dict[str, Any]:
+    rule: dict[str, Any] = {"IpProtocol": "tcp", "FromPort": port, "ToPort": port}
+    if source.startswith("sg-"):
+        rule["UserIdGroupPairs"] = [{"GroupId": source, "Description": "from the load balancer only"}]
+    else:
+        rule["IpRanges"] = [{"CidrIp": source, "Description": "inside the VPC"}]
+    return rule
 
 
 # ---- launch templates -----------------------------------------------------------------------------
@@ -201,25 +228,42 @@ def _ensure_fixed_pool(aws: AwsClients, ctx: Context, pool_name: str, pool: Fixe
             rec = VMRecord(Name=name, Pool=pool_name, Index=index)
             infra.VMs = [*infra.VMs, rec]
             ctx.save()  # intent first: a crash from here on leaves a record to reconcile
-        live = _find_instance(aws, ctx, name)
+        live = _find_instance(aws, ctx, name, rec.ID)
         if live is None:
             subnet = infra.PrivateSubnetIDs[index % len(infra.PrivateSubnetIDs)]
             live = _run_instance(aws, ctx, pool_name, name, subnet)
-        _record_instance(rec, live, infra.LaunchTemplateVersion.get(pool_name))
+        _record_instance(rec, live)
         ctx.save()
+    _shrink_fixed_pool(aws, ctx, pool_name, pool.size)
     ctx.log(f"pool {pool_name}: {pool.size} VMs launched")
 
 
-def _find_instance(aws: AwsClients, ctx: Context, name: str) -> dict[str, Any] | None:
+def _shrink_fixed_pool(aws: AwsClients, ctx: Context, pool_name: str, size: int) -> None:
+    """A smaller `size` removes the highest-numbered VMs (drained from the LB first)."""
+    extra = [v for v in ctx.infra.VMs if v.Pool == pool_name and v.Index >= size]
+    for vm in extra:
+        if vm.ID:
+            targets.drain_target(aws, ctx, vm.ID)
+            _terminate(aws, [vm.ID])
+        ctx.infra.VMs = [v for v in ctx.infra.VMs if v.Name != vm.Name]
+        ctx.save()
+        ctx.log(f"pool {pool_name}: removed {vm.Name} (size is {size})")
+
+
+def _find_instance(aws: AwsClients, ctx: Context, name: str, known_id: str | None = None) -> dict[str, Any] | None:
+    """The live instance named `name`; the recorded one first (during a rotation two share the name)."""
     reservations = aws_call(
         aws.ec2.describe_instances,
         Filters=[*job_filters(ctx.tagger, "vm", name), {"Name": "instance-state-name", "Values": LIVE_STATES}],
     )["Reservations"]
     instances = [i for r in reservations for i in r["Instances"]]
+    instances.sort(key=lambda i: (i["InstanceId"] != known_id, i.get("LaunchTime", "")))
     return instances[0] if instances else None
 
 
-def _run_instance(aws: AwsClients, ctx: Context, pool_name: str, name: str, subnet: str) -> dict[str, Any]:
+def _run_instance(
+    aws: AwsClients, ctx: Context, pool_name: str, name: str, subnet: str, token_suffix: str = ""
+) -> dict[str, Any]:
     infra = ctx.infra
 
     def launch() -> dict[str, Any]:
@@ -235,7 +279,7 @@ def _run_instance(aws: AwsClients, ctx: Context, pool_name: str, name: str, subn
                     MinCount=1,
                     MaxCount=1,
                     # Same token on a retry after a crash: AWS returns the first instance, not a new one.
-                    ClientToken=f"{ctx.job_id}-{name}"[:64],
+                    ClientToken=f"{ctx.job_id}-{name}{token_suffix}"[:64],
                     # Tagged here as well as in the template: tags must not depend on propagation.
                     TagSpecifications=[
                         *tag_spec("instance", ctx.tagger.tags("vm", name)),
@@ -253,12 +297,19 @@ def _run_instance(aws: AwsClients, ctx: Context, pool_name: str, name: str, subn
     return retry(launch, what=f"launch {name}", timeout=IAM_PROPAGATION_TIMEOUT)
 
 
-def _record_instance(rec: VMRecord, inst: dict[str, Any], lt_version: int | None) -> None:
+def _record_instance(rec: VMRecord, inst: dict[str, Any]) -> None:
     rec.ID = inst["InstanceId"]
     rec.PrivateIP = inst.get("PrivateIpAddress")
     rec.AZ = inst.get("Placement", {}).get("AvailabilityZone")
     rec.SubnetID = inst.get("SubnetId")
-    rec.LaunchTemplateVersion = lt_version
+    rec.LaunchTemplateVersion = launched_version(inst)
+
+
+def launched_version(inst: dict[str, Any]) -> int | None:
+    """The template version an instance was launched from (EC2 tags every instance launched from one)."""
+    tags = {t["Key"]: t["Value"] for t in inst.get("Tags", [])}
+    version = tags.get("aws:ec2launchtemplate:version")
+    return int(version) if version and version.isdigit() else None
 
 
 # ---- ASG pools ------------------------------------------------------------------------------------
@@ -274,16 +325,29 @@ def _ensure_asg_pool(aws: AwsClients, ctx: Context, pool_name: str, pool: AsgPoo
         owner = {x["Key"]: x["Value"] for x in groups[0].get("Tags", [])}.get(t.job_key)
         if owner != ctx.job_id:
             raise ConflictError(f"auto scaling group {name} exists and belongs to {owner or 'someone else'}")
+        g = groups[0]
+        if (g["MinSize"], g["MaxSize"], g["DesiredCapacity"]) != (pool.min, pool.max, pool.desired):
+            # Sizes are a cloud change, applied in place; instances that stay in range are kept.
+            aws_call(
+                asg.update_auto_scaling_group,
+                AutoScalingGroupName=name,
+                MinSize=pool.min,
+                MaxSize=pool.max,
+                DesiredCapacity=pool.desired,
+            )
+            ctx.log(f"pool {pool_name}: sizes now min {pool.min} / desired {pool.desired} / max {pool.max}")
     else:
         aws_call(
             asg.create_auto_scaling_group,
             AutoScalingGroupName=name,
+            # $Latest: a new template version applies to instances launched from now on; running ones are
+            # replaced only by `vmplane rotate` (an instance refresh), never silently.
             LaunchTemplate={"LaunchTemplateId": infra.LaunchTemplateID[pool_name], "Version": "$Latest"},
             MinSize=pool.min,
             MaxSize=pool.max,
             DesiredCapacity=pool.desired,
             VPCZoneIdentifier=",".join(infra.PrivateSubnetIDs),
-            HealthCheckGracePeriod=300,
+            HealthCheckGracePeriod=ctx.spec.bootstrap.timeout_seconds,
             Tags=[
                 {
                     "Key": k,
@@ -295,20 +359,136 @@ def _ensure_asg_pool(aws: AwsClients, ctx: Context, pool_name: str, pool: AsgPoo
                 for k, v in sorted(t.tags("vm", f"{ctx.spec.name}-{pool_name}").items())
             ],
         )
+    _ensure_scaling_policy(aws, name, pool)
 
-    def in_service() -> list[dict[str, Any]] | None:
+    def at_capacity() -> list[dict[str, Any]] | None:
         g = aws_call(asg.describe_auto_scaling_groups, AutoScalingGroupNames=[name])["AutoScalingGroups"][0]
         up = [i for i in g.get("Instances", []) if i["LifecycleState"] == "InService"]
-        return up if len(up) >= pool.desired else None
+        return up if len(up) == pool.desired and len(g.get("Instances", [])) == pool.desired else None
 
-    instances = poll(in_service, what=f"auto scaling group {name} capacity", timeout=RUNNING_TIMEOUT, first=0.1)
-    by_id = {v.ID: v for v in infra.VMs}
-    for i in instances:
-        if i["InstanceId"] not in by_id:
-            rec = VMRecord(Name=i["InstanceId"], Pool=pool_name, Index=-1, ID=i["InstanceId"], AZ=i["AvailabilityZone"])
-            infra.VMs = [*infra.VMs, rec]
-    ctx.save()
+    instances = poll(at_capacity, what=f"auto scaling group {name} capacity", timeout=RUNNING_TIMEOUT, first=0.1)
+    _sync_group_records(aws, ctx, pool_name, [i["InstanceId"] for i in instances])
     ctx.log(f"pool {pool_name}: auto scaling group {name} with {len(instances)} in service")
+
+
+TARGET_TRACKING_POLICY = "vmplane-cpu-target"
+
+
+def _ensure_scaling_policy(aws: AwsClients, group: str, pool: AsgPool) -> None:
+    asg = aws.autoscaling
+    if pool.target_cpu_percent is None:
+        with contextlib.suppress(NotFoundError):
+            policies = aws_call(asg.describe_policies, AutoScalingGroupName=group, PolicyNames=[TARGET_TRACKING_POLICY])
+            if policies["ScalingPolicies"]:
+                aws_call(asg.delete_policy, AutoScalingGroupName=group, PolicyName=TARGET_TRACKING_POLICY)
+        return
+    aws_call(  # PutScalingPolicy creates or replaces: idempotent by name
+        asg.put_scaling_policy,
+        AutoScalingGroupName=group,
+        PolicyName=TARGET_TRACKING_POLICY,
+        PolicyType="TargetTrackingScaling",
+        TargetTrackingConfiguration={
+            "PredefinedMetricSpecification": {"PredefinedMetricType": "ASGAverageCPUUtilization"},
+            "TargetValue": float(pool.target_cpu_percent),
+        },
+    )
+
+
+def _sync_group_records(aws: AwsClients, ctx: Context, pool_name: str, ids: list[str]) -> None:
+    """The pool's VM records follow the group: new instances are added, gone ones dropped."""
+    infra = ctx.infra
+    described = {}
+    if ids:
+        res = aws_call(aws.ec2.describe_instances, InstanceIds=sorted(ids))["Reservations"]
+        described = {i["InstanceId"]: i for r in res for i in r["Instances"]}
+    kept = [v for v in infra.VMs if v.Pool != pool_name or v.ID in described]
+    known = {v.ID for v in kept}
+    for iid in sorted(described):
+        if iid not in known:
+            rec = VMRecord(Name=iid, Pool=pool_name, Index=-1)
+            _record_instance(rec, described[iid])
+            kept.append(rec)
+    infra.VMs = kept
+    ctx.save()
+
+
+# ---- rotation -------------------------------------------------------------------------------------
+
+
+def rotate_fixed_vm(aws: AwsClients, ctx: Context, rec: VMRecord, health_timeout: float) -> None:
+    """Replace one VM with one from the pool's current template version, under the same stable name.
+
+    Order keeps the pool at full size: the replacement is launched, bootstrapped and healthy behind the
+    LB before the old VM is drained and terminated. `ReplacementID` is the intent that makes a crash at
+    any point resumable: the next run finds the replacement by name and carries on.
+    """
+    infra = ctx.infra
+    old_id = rec.ID
+    version = infra.LaunchTemplateVersion[rec.Pool]
+    if rec.ReplacementID is None:
+        live = [i for i in _instances_named(aws, ctx, rec.Name) if i["InstanceId"] != old_id]
+        fresh = next((i for i in live if launched_version(i) == version), None)
+        if fresh is None:
+            subnet = rec.SubnetID or infra.PrivateSubnetIDs[rec.Index % len(infra.PrivateSubnetIDs)]
+            fresh = _run_instance(aws, ctx, rec.Pool, rec.Name, subnet, token_suffix=f"v{version}")
+        rec.ReplacementID = fresh["InstanceId"]
+        ctx.save()
+    new = VMRecord(Name=rec.Name, Pool=rec.Pool, Index=rec.Index, ID=rec.ReplacementID)
+    probe = InfraConfig(VMs=[new])
+    sub = Context(job_id=ctx.job_id, spec=ctx.spec, infra=probe, tagger=ctx.tagger, log=ctx.log)
+    _wait_running(aws, sub)
+    _wait_bootstrapped(aws, sub)
+    if new.State is not VMState.ready:
+        raise DeadlineExceededError(f"replacement {new.ID} for {rec.Name} did not become ready")
+    targets.register_target(aws, ctx, str(new.ID))
+    targets.wait_healthy(aws, ctx, str(new.ID), timeout=health_timeout)
+    if old_id:
+        targets.drain_target(aws, ctx, old_id)
+        _terminate(aws, [old_id])
+    res = aws_call(aws.ec2.describe_instances, InstanceIds=[str(new.ID)])["Reservations"]
+    _record_instance(rec, res[0]["Instances"][0])
+    rec.State, rec.ReplacementID = VMState.ready, None
+    ctx.save()
+    ctx.log(f"{rec.Name}: {old_id} -> {rec.ID} (template v{rec.LaunchTemplateVersion})")
+
+
+def _instances_named(aws: AwsClients, ctx: Context, name: str) -> list[dict[str, Any]]:
+    reservations = aws_call(
+        aws.ec2.describe_instances,
+        Filters=[*job_filters(ctx.tagger, "vm", name), {"Name": "instance-state-name", "Values": LIVE_STATES}],
+    )["Reservations"]
+    return [i for r in reservations for i in r["Instances"]]
+
+
+def instance_refresh_request(ctx: Context, pool_name: str) -> dict[str, Any]:
+    """StartInstanceRefresh for an ASG pool: rolling, never below full healthy capacity."""
+    infra = ctx.infra
+    return {
+        "AutoScalingGroupName": infra.ScalingGroupID[pool_name],
+        "Strategy": "Rolling",
+        "DesiredConfiguration": {
+            "LaunchTemplate": {"LaunchTemplateId": infra.LaunchTemplateID[pool_name], "Version": "$Latest"}
+        },
+        "Preferences": {
+            "MinHealthyPercentage": 100,  # launch before terminate: the pool never drops below its size
+            "MaxHealthyPercentage": 200,
+            "InstanceWarmup": ctx.spec.bootstrap.timeout_seconds,
+            "SkipMatching": True,  # instances already on the latest version stay
+        },
+    }
+
+
+def start_instance_refresh(aws: AwsClients, ctx: Context, pool_name: str) -> str:
+    """Start (or find the running) instance refresh; returns its id. Raises UnsupportedError where the
+    endpoint does not implement it (the sandbox)."""
+    request = instance_refresh_request(ctx, pool_name)
+    try:
+        return str(aws_call(aws.autoscaling.start_instance_refresh, **request)["InstanceRefreshId"])
+    except ConflictError:  # InstanceRefreshInProgress: one is already running for this group
+        running = aws_call(
+            aws.autoscaling.describe_instance_refreshes, AutoScalingGroupName=request["AutoScalingGroupName"]
+        )["InstanceRefreshes"]
+        return str(running[0]["InstanceRefreshId"])
 
 
 # ---- readiness ------------------------------------------------------------------------------------
@@ -375,6 +555,11 @@ def _wait_bootstrapped(aws: AwsClients, ctx: Context) -> None:
         time.sleep(delay)
         delay = min(delay * 1.5, 15)
     ctx.log(f"{sum(v.State == VMState.ready for v in infra.VMs)} VMs ready (sentinel seen)")
+
+
+def _terminate(aws: AwsClients, ids: list[str]) -> None:
+    with contextlib.suppress(NotFoundError):
+        aws_call(aws.ec2.terminate_instances, InstanceIds=ids)
 
 
 # ---- teardown -------------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vmplane.clouds.aws import compute, iam, inventory, network, preflight
+from vmplane.clouds.aws import compute, iam, inventory, lb, network, preflight, rotation
 from vmplane.clouds.aws import exec as aws_exec
 from vmplane.clouds.aws.session import AwsClients, AwsTarget
 from vmplane.clouds.base import CommandResult, Context, Leftover
@@ -15,6 +15,8 @@ class AwsDriver:
 
     def preflight(self, ctx: Context) -> None:
         preflight.preflight(self.aws, ctx)
+        if ctx.spec.load_balancer is not None:
+            lb.preflight(self.aws, ctx)
 
     def ensure_network(self, ctx: Context) -> None:
         network.ensure_network(self.aws, ctx)
@@ -27,6 +29,24 @@ class AwsDriver:
 
     def ensure_vms(self, ctx: Context) -> None:
         compute.ensure_vms(self.aws, ctx)
+
+    def ensure_load_balancer(self, ctx: Context) -> None:
+        lb.ensure_load_balancer(self.aws, ctx)
+
+    def ensure_target_group(self, ctx: Context) -> None:
+        lb.ensure_target_group(self.aws, ctx)
+
+    def ensure_listener(self, ctx: Context) -> None:
+        lb.ensure_listener(self.aws, ctx)
+
+    def ensure_dns_record(self, ctx: Context) -> None:
+        lb.ensure_dns_record(self.aws, ctx)
+
+    def detach_load_balancer(self, ctx: Context, *, keep_vms: bool) -> None:
+        lb.detach(self.aws, ctx, keep_vms=keep_vms)
+
+    def rotate_pool(self, ctx: Context, pool_name: str) -> list[str]:
+        return rotation.rotate_pool(self.aws, ctx, pool_name)
 
     def delete_vms(self, ctx: Context) -> None:
         compute.delete_vms(self.aws, ctx)

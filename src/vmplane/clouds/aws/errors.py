@@ -65,10 +65,12 @@ _QUOTA = {
 
 def translate(err: ClientError) -> e.CloudError:
     info = err.response.get("Error", {})
+    status = int(err.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
     code = str(info.get("Code", "Unknown"))
     message = str(info.get("Message", "")) or code
+    if message.lstrip().startswith("<"):  # an HTML error page, not an AWS error: say what it was
+        message = f"the endpoint failed with HTTP {status or 'error'} and no AWS error message"
     op = err.operation_name
-    status = int(err.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
     if code == "DependencyViolation" or code == "DeleteConflict":
         return e.DependencyViolationError(message, code=code, operation=op)
     if status == 501 or code in {"NotImplemented", "InvalidAction"}:

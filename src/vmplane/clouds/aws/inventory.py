@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vmplane.clouds.aws import compute, iam
+from vmplane.clouds.aws import compute, iam, lb
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.aws.tags import job_filters, matches_tag_filters
@@ -55,4 +55,5 @@ def leftovers(aws: AwsClients, ctx: Context) -> list[Leftover]:
         if tags.get(ctx.tagger.job_key) == ctx.job_id:
             out.append(Leftover(kind, name))
     out.extend(Leftover("auto-scaling-group", n) for n in compute.job_scaling_groups(aws, ctx.tagger))
+    out.extend(Leftover(kind, ident) for kind, ident in lb.leftovers(aws, ctx.tagger, ctx.infra))
     return out

@@ -116,3 +116,15 @@ class AwsClients:
     @property
     def autoscaling(self) -> Any:
         return self.client("autoscaling")
+
+    @property
+    def elbv2(self) -> Any:
+        return self.client("elbv2")
+
+    @property
+    def acm(self) -> Any:
+        return self.client("acm")
+
+    @property
+    def route53(self) -> Any:
+        return self.client("route53")

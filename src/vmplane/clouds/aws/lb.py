@@ -1,0 +1,613 @@
+"""The load balancer: an internet-facing ALB in the public subnets with its own security group, a target
+group with the bootstrap's health check, an HTTPS listener with an ACM certificate (HTTP redirects to
+HTTPS), and a Route53 alias record. `detach` removes every part and leaves the VMs running.
+
+Every create finds its resource first (by name, then checked by tag) and records intent before acting,
+like the rest of the driver. Route53 records cannot carry tags, so the ones vmplane wrote are listed in
+`InfraConfig.DNSRecords` and removed from there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import secrets
+from typing import Any
+
+from vmplane.clouds.aws import compute
+from vmplane.clouds.aws.errors import aws_call, aws_errors
+from vmplane.clouds.aws.session import AwsClients
+from vmplane.clouds.aws.tags import find_tagged, job_filters, tag_list, tag_spec
+from vmplane.clouds.aws.targets import DRAIN_SECONDS
+from vmplane.clouds.base import Context, Tagger
+from vmplane.clouds.errors import (
+    ConflictError,
+    DependencyViolationError,
+    InvalidRequestError,
+    NotFoundError,
+)
+from vmplane.clouds.waits import poll, retry
+from vmplane.spec.models import AsgPool, CertSource, EnvSpec, LoadBalancer
+from vmplane.state import DnsRecord, InfraConfig
+
+HTTPS_PORT = 443
+HTTP_PORT = 80
+SSL_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06"
+CERT_TIMEOUT = 1800.0  # DNS validation usually takes minutes; ACM gives up after 72 h
+LB_TIMEOUT = 900.0
+DNS_TIMEOUT = 300.0
+GONE_TIMEOUT = 600.0
+_ACTIVE_CERT = ["PENDING_VALIDATION", "ISSUED"]
+
+
+def lb_base_name(spec: EnvSpec) -> str:
+    """ALB and target group names: at most 32 chars, unique per org/env, stable across jobs."""
+    digest = hashlib.sha1(f"{spec.org}/{spec.name}".encode()).hexdigest()[:8]
+    return f"{spec.name[:19].rstrip('-')}-{digest}"
+
+
+def _lb(ctx: Context) -> LoadBalancer:
+    if ctx.spec.load_balancer is None:
+        raise InvalidRequestError("this environment has no loadBalancer block")
+    return ctx.spec.load_balancer
+
+
+def _elb_tags(t: Tagger, role: str, name: str) -> list[dict[str, str]]:
+    return tag_list(t.tags(role, name))
+
+
+def _owned_by_job(aws: AwsClients, arn: str, t: Tagger) -> bool:
+    desc = aws_call(aws.elbv2.describe_tags, ResourceArns=[arn])["TagDescriptions"]
+    tags = {x["Key"]: x["Value"] for d in desc for x in d.get("Tags", [])}
+    return tags.get(t.job_key) == t.job_id
+
+
+# ---- hosted zone (stepValidate) -------------------------------------------------------------------
+
+
+def resolve_hosted_zone(aws: AwsClients, lb: LoadBalancer) -> str | None:
+    """The zone for the alias and validation records: the given one, else the longest public suffix match."""
+    if lb.hosted_zone_id:
+        zone = aws_call(aws.route53.get_hosted_zone, Id=lb.hosted_zone_id)["HostedZone"]
+        name = zone["Name"].rstrip(".")
+        if not (lb.domain == name or lb.domain.endswith("." + name)):
+            raise InvalidRequestError(f"loadBalancer.hostedZoneId: zone {name} cannot hold {lb.domain}")
+        return str(zone["Id"]).rsplit("/", 1)[-1]
+    best: tuple[int, str] | None = None
+    with aws_errors():
+        for page in aws.route53.get_paginator("list_hosted_zones").paginate():
+            for zone in page["HostedZones"]:
+                if zone.get("Config", {}).get("PrivateZone"):
+                    continue
+                name = zone["Name"].rstrip(".")
+                if (lb.domain == name or lb.domain.endswith("." + name)) and (best is None or len(name) > best[0]):
+                    best = (len(name), str(zone["Id"]).rsplit("/", 1)[-1])
+    return best[1] if best else None
+
+
+def preflight(aws: AwsClients, ctx: Context) -> None:
+    lb = _lb(ctx)
+    if lb.cert_source is not CertSource.AWSACM:
+        raise InvalidRequestError(f"loadBalancer.certSource: {lb.cert_source.value} is not available on AWS (AWSACM)")
+    zone = resolve_hosted_zone(aws, lb)
+    if zone is None and lb.certificate_arn is None:
+        raise InvalidRequestError(
+            f"loadBalancer.domain: no Route53 hosted zone in this account holds {lb.domain}; set "
+            "loadBalancer.hostedZoneId, or give loadBalancer.certificateArn and write the DNS record yourself"
+        )
+    if lb.certificate_arn:
+        status = aws_call(aws.acm.describe_certificate, CertificateArn=lb.certificate_arn)["Certificate"]["Status"]
+        if status != "ISSUED":
+            raise InvalidRequestError(f"loadBalancer.certificateArn: the certificate is {status}, not ISSUED")
+    ctx.infra.HostedZoneID = zone
+    ctx.log(f"load balancer domain {lb.domain}: hosted zone {zone or 'none (record written by the user)'}")
+
+
+# ---- stepCreateLoadBalancer -----------------------------------------------------------------------
+
+
+def ensure_load_balancer(aws: AwsClients, ctx: Context) -> None:
+    """The LB security group, the certificate request (early, so DNS validation runs while VMs boot), the ALB."""
+    infra, t = ctx.infra, ctx.tagger
+    _ensure_lb_security_group(aws, ctx)
+    _request_certificate(aws, ctx)
+    name = lb_base_name(ctx.spec)
+    infra.LoadBalancerName = name
+    ctx.save()
+    found = _describe_lb(aws, name)
+    if found is not None and not _owned_by_job(aws, found["LoadBalancerArn"], t):
+        raise ConflictError(f"load balancer {name} exists and belongs to another job or owner")
+    if found is None:
+        found = aws_call(
+            aws.elbv2.create_load_balancer,
+            Name=name,
+            Subnets=infra.PublicSubnetIDs,
+            SecurityGroups=[infra.LoadBalancerSecurityGroupID],
+            Scheme="internet-facing",
+            Type="application",
+            IpAddressType="ipv4",
+            Tags=_elb_tags(t, "lb", name),
+        )["LoadBalancers"][0]
+    infra.LoadBalancerID = found["LoadBalancerArn"]
+    infra.LoadBalancerDNSName = found["DNSName"]
+    infra.LoadBalancerZoneID = found["CanonicalHostedZoneId"]
+    ctx.save()
+    ctx.log(f"load balancer {name} ({found['DNSName']}), internet-facing in {len(infra.PublicSubnetIDs)} subnets")
+
+
+def _describe_lb(aws: AwsClients, name: str) -> dict[str, Any] | None:
+    try:
+        return dict(aws_call(aws.elbv2.describe_load_balancers, Names=[name])["LoadBalancers"][0])
+    except NotFoundError:
+        return None
+
+
+def _ensure_lb_security_group(aws: AwsClients, ctx: Context) -> None:
+    ec2, infra, t = aws.ec2, ctx.infra, ctx.tagger
+    found = find_tagged(ec2.describe_security_groups, "SecurityGroups", job_filters(t, "lb-sg"))
+    if found:
+        gid, perms = found[0]["GroupId"], found[0].get("IpPermissions", [])
+    else:
+        name = compute.resource_name(ctx, "lb")
+        gid = aws_call(
+            ec2.create_security_group,
+            GroupName=name,
+            Description=f"vmplane load balancer of {ctx.spec.org}/{ctx.spec.name}: HTTPS and HTTP from anywhere",
+            VpcId=infra.VpcID,
+            TagSpecifications=tag_spec("security-group", t.tags("lb-sg", name)),
+        )["GroupId"]
+        perms = []
+    infra.LoadBalancerSecurityGroupID = gid
+    ctx.save()
+    have = {
+        p.get("FromPort")
+        for p in perms
+        if p.get("IpProtocol") == "tcp" and any(r.get("CidrIp") == "0.0.0.0/0" for r in p.get("IpRanges", []))
+    }
+    missing = [p for p in (HTTP_PORT, HTTPS_PORT) if p not in have]
+    if missing:
+        with contextlib.suppress(ConflictError):
+            aws_call(
+                ec2.authorize_security_group_ingress,
+                GroupId=gid,
+                IpPermissions=[
+                    {
+                        "IpProtocol": "tcp",
+                        "FromPort": p,
+                        "ToPort": p,
+                        "IpRanges": [{"CidrIp": "0.0.0.0/0", "Description": "public listener"}],
+                    }
+                    for p in missing
+                ],
+            )
+
+
+def _request_certificate(aws: AwsClients, ctx: Context) -> None:
+    lb, infra, t = _lb(ctx), ctx.infra, ctx.tagger
+    if lb.certificate_arn:
+        infra.CertificateArn, infra.CertificateRequested = lb.certificate_arn, False
+        ctx.save()
+        return
+    arn = _find_job_certificate(aws, t, lb.domain)
+    if arn is None:
+        # One token per request, saved first: a retry after a crash returns the same certificate, while
+        # a new request after a detach (whose certificate was deleted) gets a new one.
+        if not infra.CertificateRequestToken:
+            infra.CertificateRequestToken = secrets.token_hex(16)
+        infra.CertificateRequested = True
+        ctx.save()
+        arn = aws_call(
+            aws.acm.request_certificate,
+            DomainName=lb.domain,
+            ValidationMethod="DNS",
+            IdempotencyToken=infra.CertificateRequestToken,
+            Tags=tag_list(t.tags("certificate", lb.domain)),
+        )["CertificateArn"]
+    infra.CertificateArn, infra.CertificateRequested = arn, True
+    ctx.save()
+    if infra.HostedZoneID:
+        _write_validation_record(aws, ctx, arn)
+    ctx.log(f"certificate {arn} requested for {lb.domain} (DNS validation)")
+
+
+def _find_job_certificate(aws: AwsClients, t: Tagger, domain: str) -> str | None:
+    with aws_errors():
+        pages = aws.acm.get_paginator("list_certificates").paginate(CertificateStatuses=_ACTIVE_CERT)
+        for page in pages:
+            for cert in page["CertificateSummaryList"]:
+                if cert.get("DomainName") != domain:
+                    continue
+                tags = aws.acm.list_tags_for_certificate(CertificateArn=cert["CertificateArn"]).get("Tags", [])
+                if any(x["Key"] == t.job_key and x.get("Value") == t.job_id for x in tags):
+                    return str(cert["CertificateArn"])
+    return None
+
+
+def _write_validation_record(aws: AwsClients, ctx: Context, arn: str) -> None:
+    def record() -> dict[str, str] | None:
+        cert = aws_call(aws.acm.describe_certificate, CertificateArn=arn)["Certificate"]
+        options = cert.get("DomainValidationOptions", [])
+        rr = options[0].get("ResourceRecord") if options else None
+        return dict(rr) if rr else None  # ACM fills the record in a few seconds after the request
+
+    rr = poll(record, what="the certificate's DNS validation record", timeout=DNS_TIMEOUT, first=0.05)
+    zone = ctx.infra.HostedZoneID
+    assert zone is not None
+    _upsert(
+        aws,
+        ctx,
+        zone,
+        {"Name": rr["Name"], "Type": rr["Type"], "TTL": 300, "ResourceRecords": [{"Value": rr["Value"]}]},
+    )
+
+
+# ---- stepCreateTargetGroup ------------------------------------------------------------------------
+
+
+def ensure_target_group(aws: AwsClients, ctx: Context) -> None:
+    """The target group with the health check; the pools' VMs registered; VM ingress from the LB only."""
+    lb, infra, t = _lb(ctx), ctx.infra, ctx.tagger
+    hc = lb.health_check
+    name = f"{lb_base_name(ctx.spec)}-tg"
+    health = {
+        "HealthCheckProtocol": "HTTP",
+        "HealthCheckPath": hc.path,
+        "HealthCheckPort": str(hc.port),
+        "HealthCheckIntervalSeconds": hc.interval_seconds,
+        "HealthyThresholdCount": hc.healthy_threshold,
+        "UnhealthyThresholdCount": hc.unhealthy_threshold,
+        "Matcher": {"HttpCode": "200"},
+    }
+    try:
+        tg = aws_call(aws.elbv2.describe_target_groups, Names=[name])["TargetGroups"][0]
+    except NotFoundError:
+        tg = None
+    if tg is not None and not _owned_by_job(aws, tg["TargetGroupArn"], t):
+        raise ConflictError(f"target group {name} exists and belongs to another job or owner")
+    if tg is None:
+        tg = aws_call(
+            aws.elbv2.create_target_group,
+            Name=name,
+            Protocol="HTTP",
+            Port=lb.target_port,
+            VpcId=infra.VpcID,
+            TargetType="instance",
+            Tags=_elb_tags(t, "target-group", name),
+            **health,
+        )["TargetGroups"][0]
+    elif any(str(tg.get(k)) != str(v) for k, v in health.items() if k != "Matcher"):
+        # A health-check change is a cloud change: updated in place.
+        aws_call(aws.elbv2.modify_target_group, TargetGroupArn=tg["TargetGroupArn"], **health)
+    arn = tg["TargetGroupArn"]
+    infra.TargetGroupArn = arn
+    ctx.save()
+    aws_call(
+        aws.elbv2.modify_target_group_attributes,
+        TargetGroupArn=arn,
+        Attributes=[{"Key": "deregistration_delay.timeout_seconds", "Value": str(DRAIN_SECONDS)}],
+    )
+    # Port 80 (and the health-check port) on the VMs now admit the LB's group only.
+    compute.ensure_security_group(aws, ctx)
+    fixed = [v.ID for v in infra.VMs if v.ID and v.Pool in _fixed_pools(ctx)]
+    if fixed:
+        aws_call(aws.elbv2.register_targets, TargetGroupArn=arn, Targets=[{"Id": i} for i in sorted(fixed)])
+    for pool_name, group in sorted(infra.ScalingGroupID.items()):
+        _attach_group(aws, group, arn)
+        ctx.log(f"auto scaling group {group} ({pool_name}) registers its instances with {name}")
+    ctx.log(f"target group {name}: HTTP:{lb.target_port}, health GET {hc.path} on {hc.port}; {len(fixed)} VMs")
+
+
+def _fixed_pools(ctx: Context) -> set[str]:
+    return {n for n, p in ctx.spec.pools.items() if not isinstance(p, AsgPool)}
+
+
+def _attach_group(aws: AwsClients, group: str, tg_arn: str) -> None:
+    asg = aws.autoscaling
+    g = aws_call(asg.describe_auto_scaling_groups, AutoScalingGroupNames=[group])["AutoScalingGroups"]
+    if not g:
+        raise NotFoundError(f"auto scaling group {group} not found")
+    if tg_arn not in g[0].get("TargetGroupARNs", []):
+        aws_call(asg.attach_load_balancer_target_groups, AutoScalingGroupName=group, TargetGroupARNs=[tg_arn])
+    if g[0].get("HealthCheckType") != "ELB":
+        # Instances the LB finds unhealthy get replaced, after the bootstrap's grace period.
+        aws_call(asg.update_auto_scaling_group, AutoScalingGroupName=group, HealthCheckType="ELB")
+
+
+# ---- stepCreateListener ---------------------------------------------------------------------------
+
+
+def ensure_listener(aws: AwsClients, ctx: Context) -> None:
+    """HTTPS with the certificate forwarding to the target group; HTTP answering with a redirect."""
+    infra = ctx.infra
+    arn, tg, cert = infra.LoadBalancerID, infra.TargetGroupArn, infra.CertificateArn
+    if not (arn and tg and cert):
+        raise InvalidRequestError("the load balancer, target group and certificate must exist before the listener")
+    _wait_issued(aws, cert)
+    _wait_active(aws, arn)
+    current = {int(x["Port"]): x for x in aws_call(aws.elbv2.describe_listeners, LoadBalancerArn=arn)["Listeners"]}
+    forward = [{"Type": "forward", "TargetGroupArn": tg}]
+    redirect = [
+        {
+            "Type": "redirect",
+            "RedirectConfig": {"Protocol": "HTTPS", "Port": str(HTTPS_PORT), "StatusCode": "HTTP_301"},
+        }
+    ]
+    https = current.get(HTTPS_PORT)
+    if https is None:
+        https = aws_call(
+            aws.elbv2.create_listener,
+            LoadBalancerArn=arn,
+            Protocol="HTTPS",
+            Port=HTTPS_PORT,
+            SslPolicy=SSL_POLICY,
+            Certificates=[{"CertificateArn": cert}],
+            DefaultActions=forward,
+            Tags=_elb_tags(ctx.tagger, "listener", "https"),
+        )["Listeners"][0]
+    elif [c["CertificateArn"] for c in https.get("Certificates", [])] != [cert]:
+        aws_call(aws.elbv2.modify_listener, ListenerArn=https["ListenerArn"], Certificates=[{"CertificateArn": cert}])
+    http = (
+        current.get(HTTP_PORT)
+        or aws_call(
+            aws.elbv2.create_listener,
+            LoadBalancerArn=arn,
+            Protocol="HTTP",
+            Port=HTTP_PORT,
+            DefaultActions=redirect,
+            Tags=_elb_tags(ctx.tagger, "listener", "http"),
+        )["Listeners"][0]
+    )
+    infra.ListenerArns = [https["ListenerArn"], http["ListenerArn"]]
+    ctx.save()
+    ctx.log(f"listeners: HTTPS:{HTTPS_PORT} ({SSL_POLICY}) -> target group; HTTP:{HTTP_PORT} -> 301 HTTPS")
+
+
+def _wait_issued(aws: AwsClients, arn: str) -> None:
+    def issued() -> bool | None:
+        status = aws_call(aws.acm.describe_certificate, CertificateArn=arn)["Certificate"]["Status"]
+        if status in ("FAILED", "VALIDATION_TIMED_OUT", "REVOKED", "EXPIRED", "INACTIVE"):
+            raise InvalidRequestError(f"certificate {arn} is {status}; check its DNS validation record")
+        return True if status == "ISSUED" else None
+
+    poll(issued, what=f"certificate {arn} to be issued (DNS validation)", timeout=CERT_TIMEOUT, first=0.1, cap=15)
+
+
+def _wait_active(aws: AwsClients, arn: str) -> None:
+    def active() -> bool | None:
+        lb = aws_call(aws.elbv2.describe_load_balancers, LoadBalancerArns=[arn])["LoadBalancers"][0]
+        state = lb["State"]["Code"]
+        if state == "failed":
+            raise InvalidRequestError(f"load balancer {arn} failed: {lb['State'].get('Reason', '')}")
+        return True if state == "active" else None
+
+    poll(active, what="the load balancer to be active", timeout=LB_TIMEOUT, first=0.05, cap=10)
+
+
+# ---- stepCreateDNSRecord --------------------------------------------------------------------------
+
+
+def ensure_dns_record(aws: AwsClients, ctx: Context) -> None:
+    lb, infra = _lb(ctx), ctx.infra
+    if not infra.HostedZoneID:
+        ctx.log(f"no hosted zone: point {lb.domain} at {infra.LoadBalancerDNSName} (CNAME or alias) yourself")
+        return
+    alias = {
+        "HostedZoneId": infra.LoadBalancerZoneID,
+        "DNSName": infra.LoadBalancerDNSName,
+        "EvaluateTargetHealth": True,
+    }
+    _upsert(aws, ctx, infra.HostedZoneID, {"Name": lb.domain, "Type": "A", "AliasTarget": alias})
+    ctx.log(f"DNS {lb.domain} A alias -> {infra.LoadBalancerDNSName}")
+
+
+def _upsert(aws: AwsClients, ctx: Context, zone: str, record: dict[str, Any]) -> None:
+    infra = ctx.infra
+    entry = DnsRecord(ZoneID=zone, Name=record["Name"].rstrip("."), Type=record["Type"])
+    if entry not in infra.DNSRecords:
+        infra.DNSRecords = [*infra.DNSRecords, entry]
+        ctx.save()  # intent first: teardown deletes it even if we crash right after the change
+    change = aws_call(
+        aws.route53.change_resource_record_sets,
+        HostedZoneId=zone,
+        ChangeBatch={
+            "Comment": f"vmplane {ctx.job_id}",
+            "Changes": [{"Action": "UPSERT", "ResourceRecordSet": record}],
+        },
+    )["ChangeInfo"]
+    _wait_insync(aws, change["Id"])
+
+
+def _wait_insync(aws: AwsClients, change_id: str) -> None:
+    poll(
+        lambda: True if aws_call(aws.route53.get_change, Id=change_id)["ChangeInfo"]["Status"] == "INSYNC" else None,
+        what="the DNS change to propagate",
+        timeout=DNS_TIMEOUT,
+        first=0.05,
+        cap=10,
+    )
+
+
+def _find_record(aws: AwsClients, rec: DnsRecord) -> dict[str, Any] | None:
+    """The record set as it is now (Route53 deletes exact record sets only), or None."""
+    try:
+        sets = aws_call(
+            aws.route53.list_resource_record_sets,
+            HostedZoneId=rec.ZoneID,
+            StartRecordName=rec.Name,
+            StartRecordType=rec.Type,
+            MaxItems="1",
+        )["ResourceRecordSets"]
+    except NotFoundError:
+        return None  # the zone itself is gone
+    return next((dict(s) for s in sets if s["Name"].rstrip(".") == rec.Name and s["Type"] == rec.Type), None)
+
+
+def _delete_record(aws: AwsClients, rec: DnsRecord) -> None:
+    current = _find_record(aws, rec)
+    if current is None:
+        return
+    try:
+        change = aws_call(
+            aws.route53.change_resource_record_sets,
+            HostedZoneId=rec.ZoneID,
+            ChangeBatch={"Changes": [{"Action": "DELETE", "ResourceRecordSet": current}]},
+        )["ChangeInfo"]
+    except InvalidRequestError as err:
+        if "not found" in str(err).lower():  # deleted between our read and our change
+            return
+        raise
+    _wait_insync(aws, change["Id"])
+
+
+# ---- detach (vmOp detach_lb, and the first teardown step) -----------------------------------------
+
+
+def detach(aws: AwsClients, ctx: Context, *, keep_vms: bool) -> None:
+    """Remove the LB and everything that belongs to it, found by record and by tag; the VMs stay.
+
+    With `keep_vms` the VM security group gets its VPC-internal rules back (the LB-only rule goes);
+    in teardown the group is deleted next anyway.
+    """
+    infra, t = ctx.infra, ctx.tagger
+    for rec in [r for r in infra.DNSRecords if r.Type == "A"]:
+        _delete_record(aws, rec)
+        infra.DNSRecords = [r for r in infra.DNSRecords if r != rec]
+        ctx.save()
+    lbs = _job_load_balancers(aws, t)
+    for arn in lbs:
+        for listener in aws_call(aws.elbv2.describe_listeners, LoadBalancerArn=arn)["Listeners"]:
+            with contextlib.suppress(NotFoundError):
+                aws_call(aws.elbv2.delete_listener, ListenerArn=listener["ListenerArn"])
+    infra.ListenerArns = []
+    ctx.save()
+    tgs = _job_target_groups(aws, t)
+    for group in compute.job_scaling_groups(aws, t):
+        for tg in tgs:
+            with contextlib.suppress(NotFoundError, InvalidRequestError):
+                aws_call(
+                    aws.autoscaling.detach_load_balancer_target_groups, AutoScalingGroupName=group, TargetGroupARNs=[tg]
+                )
+    for arn in lbs:
+        with contextlib.suppress(NotFoundError):
+            aws_call(aws.elbv2.delete_load_balancer, LoadBalancerArn=arn)
+    for arn in lbs:
+        poll(lambda a=arn: True if _lb_gone(aws, a) else None, what="load balancer deletion", timeout=GONE_TIMEOUT)
+    infra.LoadBalancerID = infra.LoadBalancerDNSName = infra.LoadBalancerZoneID = infra.LoadBalancerName = None
+    ctx.save()
+    for tg in tgs:
+
+        def delete_tg(a: str = tg) -> None:
+            with contextlib.suppress(NotFoundError):
+                aws_call(aws.elbv2.delete_target_group, TargetGroupArn=a)
+
+        # "ResourceInUse" until the LB and the groups' attachments are gone.
+        retry(delete_tg, what=f"delete {tg}", timeout=GONE_TIMEOUT, retry_on=(ConflictError,))
+    infra.TargetGroupArn = None
+    lb_sgs = [
+        g["GroupId"] for g in find_tagged(aws.ec2.describe_security_groups, "SecurityGroups", job_filters(t, "lb-sg"))
+    ]
+    infra.LoadBalancerSecurityGroupID = None
+    ctx.save()
+    _drop_vm_ingress_from(aws, ctx, lb_sgs, restore=keep_vms)
+    for gid in lb_sgs:
+
+        def delete_sg(g: str = gid) -> None:
+            with contextlib.suppress(NotFoundError):
+                aws_call(aws.ec2.delete_security_group, GroupId=g)
+
+        # The ALB's network interfaces release the group a little after the ALB is gone.
+        retry(delete_sg, what=f"delete {gid}", timeout=GONE_TIMEOUT, retry_on=(DependencyViolationError,))
+    for rec in list(infra.DNSRecords):  # the certificate's validation records
+        _delete_record(aws, rec)
+        infra.DNSRecords = [r for r in infra.DNSRecords if r != rec]
+        ctx.save()
+    _delete_certificates(aws, ctx)
+    ctx.log(f"load balancer removed: {len(lbs)} ALB, {len(tgs)} target groups, {len(lb_sgs)} security groups")
+
+
+def _drop_vm_ingress_from(aws: AwsClients, ctx: Context, lb_sgs: list[str], *, restore: bool) -> None:
+    vm_groups = find_tagged(aws.ec2.describe_security_groups, "SecurityGroups", job_filters(ctx.tagger, "vm-sg"))
+    if restore and vm_groups and ctx.infra.VpcCidr:
+        compute.ensure_security_group(aws, ctx)  # desired rules without an LB: ingress ports from the VPC
+        return
+    for g in vm_groups:
+        refs = [
+            {**{k: p[k] for k in ("IpProtocol", "FromPort", "ToPort") if k in p}, "UserIdGroupPairs": pairs}
+            for p in g.get("IpPermissions", [])
+            if (pairs := [compute.revoke_pair(x) for x in p.get("UserIdGroupPairs", []) if x["GroupId"] in lb_sgs])
+        ]
+        if refs:
+            with contextlib.suppress(NotFoundError):
+                aws_call(aws.ec2.revoke_security_group_ingress, GroupId=g["GroupId"], IpPermissions=refs)
+
+
+def _delete_certificates(aws: AwsClients, ctx: Context) -> None:
+    infra = ctx.infra
+    arns = set(_job_certificates(aws, ctx.tagger))
+    if infra.CertificateArn and infra.CertificateRequested:
+        arns.add(infra.CertificateArn)
+    for arn in sorted(arns):
+
+        def delete(a: str = arn) -> None:
+            with contextlib.suppress(NotFoundError):
+                aws_call(aws.acm.delete_certificate, CertificateArn=a)
+
+        # ACM says "in use" for a while after the listener that used it is gone.
+        retry(delete, what=f"delete certificate {arn}", timeout=GONE_TIMEOUT, retry_on=(ConflictError,))
+    infra.CertificateArn, infra.CertificateRequested, infra.CertificateRequestToken = None, False, None
+    ctx.save()
+
+
+def _lb_gone(aws: AwsClients, arn: str) -> bool:
+    try:
+        aws_call(aws.elbv2.describe_load_balancers, LoadBalancerArns=[arn])
+    except NotFoundError:
+        return True
+    return False
+
+
+# ---- find by tag (teardown and the leftover check) ------------------------------------------------
+
+
+def _tagged_elb(aws: AwsClients, t: Tagger, arns: list[str]) -> list[str]:
+    out: list[str] = []
+    for i in range(0, len(arns), 20):  # DescribeTags takes at most 20 ARNs
+        desc = aws_call(aws.elbv2.describe_tags, ResourceArns=arns[i : i + 20])["TagDescriptions"]
+        for d in desc:
+            tags = {x["Key"]: x["Value"] for x in d.get("Tags", [])}
+            if tags.get(t.job_key) == t.job_id:
+                out.append(d["ResourceArn"])
+    return out
+
+
+def _job_load_balancers(aws: AwsClients, t: Tagger) -> list[str]:
+    with aws_errors():
+        pages = aws.elbv2.get_paginator("describe_load_balancers").paginate()
+        arns = [lb["LoadBalancerArn"] for page in pages for lb in page["LoadBalancers"]]
+    return _tagged_elb(aws, t, arns)
+
+
+def _job_target_groups(aws: AwsClients, t: Tagger) -> list[str]:
+    with aws_errors():
+        pages = aws.elbv2.get_paginator("describe_target_groups").paginate()
+        arns = [tg["TargetGroupArn"] for page in pages for tg in page["TargetGroups"]]
+    return _tagged_elb(aws, t, arns)
+
+
+def _job_certificates(aws: AwsClients, t: Tagger) -> list[str]:
+    out: list[str] = []
+    with aws_errors():
+        for page in aws.acm.get_paginator("list_certificates").paginate():
+            for cert in page["CertificateSummaryList"]:
+                tags = aws.acm.list_tags_for_certificate(CertificateArn=cert["CertificateArn"]).get("Tags", [])
+                if any(x["Key"] == t.job_key and x.get("Value") == t.job_id for x in tags):
+                    out.append(str(cert["CertificateArn"]))
+    return out
+
+
+def leftovers(aws: AwsClients, t: Tagger, infra: InfraConfig) -> list[tuple[str, str]]:
+    out = [("load-balancer", a) for a in _job_load_balancers(aws, t)]
+    out += [("target-group", a) for a in _job_target_groups(aws, t)]
+    out += [("certificate", a) for a in _job_certificates(aws, t)]
+    out += [("dns-record", f"{r.Name} {r.Type}") for r in infra.DNSRecords if _find_record(aws, r) is not None]
+    return out

@@ -1,0 +1,106 @@
+"""What a change to an environment file does to the running environment.
+
+Every field path of the spec has one impact class, decided by where its value ends up:
+- runtime: workload settings, pushed to running VMs through the exec channel;
+- vm: baked into the launch template (image, type, disk, user-data): a new template version, and the
+  running VMs are replaced only by an explicit `vmplane rotate`;
+- cloud: a cloud resource updated in place (security group rules, group sizes, LB settings);
+- identity: what the environment is (name, org, cloud, network shape): cannot change in place.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+
+class Impact(StrEnum):
+    runtime = "runtime"
+    vm = "vm"
+    cloud = "cloud"
+    identity = "identity"
+
+
+CONSEQUENCE = {
+    Impact.runtime: "pushed to the running VMs through the exec channel; nothing is replaced",
+    Impact.vm: "new launch template version; running VMs are not replaced until `vmplane rotate`",
+    Impact.cloud: "updated in place",
+    Impact.identity: "cannot change in place: destroy the environment and apply it again",
+}
+
+# First match wins; `*` is one path segment (a pool name, a tag key, a file path).
+RULES: list[tuple[str, Impact]] = [
+    ("$schema", Impact.runtime),  # editor hint only
+    ("name", Impact.identity),
+    ("org", Impact.identity),
+    ("provider", Impact.identity),
+    ("provider.*", Impact.identity),
+    ("tagPrefix", Impact.identity),
+    ("network.cidr", Impact.identity),
+    ("network.zones", Impact.identity),
+    ("network.existingVpcId", Impact.identity),
+    ("network.existingPrivateSubnetIds", Impact.identity),
+    ("network.ingressPorts", Impact.cloud),
+    ("exec.mode", Impact.identity),  # the IAM role and channel the VMs were built with
+    ("pools.*.mode", Impact.identity),
+    ("pools.*.image", Impact.vm),
+    ("pools.*.instanceType", Impact.vm),
+    ("pools.*.arch", Impact.vm),
+    ("pools.*.diskGb", Impact.vm),
+    ("pools.*.size", Impact.cloud),
+    ("pools.*.min", Impact.cloud),
+    ("pools.*.max", Impact.cloud),
+    ("pools.*.desired", Impact.cloud),
+    ("pools.*.targetCpuPercent", Impact.cloud),
+    ("pools.*", Impact.cloud),  # a pool added or removed
+    ("bootstrap.mode", Impact.vm),  # rendered into user-data
+    ("bootstrap.timeoutSeconds", Impact.cloud),
+    ("tags", Impact.cloud),
+    ("tags.*", Impact.cloud),
+    ("runtime.env", Impact.runtime),
+    ("runtime.env.*", Impact.runtime),
+    ("runtime.files", Impact.runtime),
+    ("runtime.files.*", Impact.runtime),
+    ("loadBalancer", Impact.cloud),
+    ("loadBalancer.*", Impact.cloud),
+    ("loadBalancer.healthCheck.*", Impact.cloud),
+]
+
+
+def classify(path: str) -> Impact | None:
+    for pattern, impact in RULES:
+        if fnmatch.fnmatchcase(path, pattern) and path.count(".") == pattern.count("."):
+            return impact
+    return None
+
+
+@dataclass(frozen=True)
+class Change:
+    path: str
+    old: Any
+    new: Any
+    impact: Impact
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "old": self.old, "new": self.new, "impact": self.impact.value}
+
+
+def diff(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> list[Change]:
+    """Changed leaves between two spec documents (as `spec_json` writes them), with their impact.
+    An object added or removed as a whole (a pool, a tag, the load balancer) is one change."""
+    out: list[Change] = []
+    for key in sorted(set(old) | set(new)):
+        path = f"{prefix}.{key}" if prefix else key
+        a, b = old.get(key), new.get(key)
+        if a == b:
+            continue
+        if isinstance(a, dict) and isinstance(b, dict):
+            out.extend(diff(a, b, path))
+            continue
+        impact = classify(path)
+        if impact is None:
+            raise KeyError(f"no impact class for {path}")
+        out.append(Change(path, a, b, impact))
+    return out
