@@ -10,7 +10,7 @@ from sqlalchemy import inspect, text
 
 from vmplane.clouds.registry import Target
 from vmplane.jobs import service as svc
-from vmplane.jobs.service import JobConflictError, JobNotFoundError, JobStatus, StepStatus
+from vmplane.jobs.service import JobConflictError, JobNotFoundError, JobStatus, Phase, StepStatus
 from vmplane.pipeline.plan import PROVISION_STEPS, TEARDOWN_STEPS
 from vmplane.state import InfraConfig
 from vmplane.store import db
@@ -164,7 +164,7 @@ def test_version_increments_on_every_write(url, spec, job_id):
         lambda s: svc.replace_spec(s, job_id, spec, PROVISION_STEPS),
         lambda s: svc.set_status(s, job_id, JobStatus.succeeded),
         lambda s: svc.begin_teardown(s, job_id, TEARDOWN_STEPS),
-        lambda s: svc.update_step(s, job_id, "stepTerminateVMs", teardown=True, status=StepStatus.running),
+        lambda s: svc.update_step(s, job_id, "stepTerminateVMs", phase=Phase.teardown, status=StepStatus.running),
     ]
     before = _row(url, job_id)
     assert before.version == 1
@@ -226,7 +226,7 @@ def test_resuming_a_teardown_keeps_its_progress(url, job_id):
     with db.transaction(url) as s:
         svc.set_status(s, job_id, JobStatus.succeeded)
         svc.begin_teardown(s, job_id, TEARDOWN_STEPS)
-        svc.update_step(s, job_id, "stepDetachLoadBalancer", teardown=True, status=StepStatus.succeeded)
+        svc.update_step(s, job_id, "stepDetachLoadBalancer", phase=Phase.teardown, status=StepStatus.succeeded)
     with db.transaction(url) as s:
         svc.begin_teardown(s, job_id, TEARDOWN_STEPS)  # still deleting: a resume
     job = _row(url, job_id)
@@ -264,3 +264,57 @@ def test_a_failed_unit_of_work_is_rolled_back(url, job_id):
         raise RuntimeError("crash inside the unit of work")
     job = _row(url, job_id)
     assert job.status is JobStatus.pending and job.version == 1
+
+
+def test_side_by_side_steps_never_overwrite_each_others_infra(url, job_id):
+    # Two steps of one wave read the record at the same moment, then each saves only what it changed.
+    network = _row(url, job_id).infra
+    identity = _row(url, job_id).infra
+    base_network = network.model_dump(mode="json")
+    base_identity = identity.model_dump(mode="json")
+    network.VpcID = "vpc-1"
+    identity.RoleName = "role-1"
+    with db.transaction(url) as s:
+        svc.save_infra(s, job_id, network, base_network)
+    with db.transaction(url) as s:
+        svc.save_infra(s, job_id, identity, base_identity)
+    infra = _row(url, job_id).infra
+    assert (infra.VpcID, infra.RoleName) == ("vpc-1", "role-1")
+    # Without a base the whole record is written: the last writer wins (what the merge prevents).
+    with db.transaction(url) as s:
+        svc.save_infra(s, job_id, InfraConfig(RoleName="role-1"))
+    assert _row(url, job_id).infra.VpcID is None
+
+
+def test_an_operation_needs_a_provisioned_job_and_records_its_own_steps(url, job_id, spec):
+    with db.transaction(url) as s:
+        with pytest.raises(JobConflictError, match="is pending"):
+            svc.begin_operation(s, job_id, "rotate", {}, ["stepRotateVMs"])
+        svc.set_status(s, job_id, JobStatus.succeeded)
+    with db.transaction(url) as s:
+        op = svc.begin_operation(s, job_id, "scale", {"pool": "web"}, ["stepScalePool", "stepRegisterSpace"])
+    job = _row(url, job_id)
+    assert job.status is JobStatus.pending
+    assert job.operation is not None and job.operation.id == op.id and job.operation.kind == "scale"
+    assert [s.name for s in job.steps_of(Phase.operation)] == ["stepScalePool", "stepRegisterSpace"]
+    with db.transaction(url) as s:
+        svc.update_step(s, job_id, "stepScalePool", phase=Phase.operation, status=StepStatus.succeeded)
+        svc.set_operation_status(s, job_id, "failed", error="boom")
+        svc.set_status(s, job_id, JobStatus.failed, "boom")
+    job = _row(url, job_id)
+    assert job.steps_of(Phase.operation)[0].status is StepStatus.succeeded
+    assert [s.status for s in job.steps] == [StepStatus.pending] * len(PROVISION_STEPS)
+    # A failed operation does not block the next one; the previous goes to the history.
+    with db.transaction(url) as s:
+        svc.begin_operation(s, job_id, "rotate", {}, ["stepRotateVMs"])
+    job = _row(url, job_id)
+    assert job.operation.kind == "rotate"
+    assert [h["kind"] for h in job.config["operationHistory"]] == ["scale"]
+    assert job.config["operationHistory"][0]["status"] == "failed"
+
+
+def test_an_operation_on_a_deleted_job_is_refused(url, job_id):
+    with db.transaction(url) as s:
+        svc.set_status(s, job_id, JobStatus.deleted)
+    with db.transaction(url) as s, pytest.raises(JobConflictError, match="no environment to change"):
+        svc.begin_operation(s, job_id, "detach_lb", {}, ["stepDetachLoadBalancer"])

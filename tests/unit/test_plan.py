@@ -7,6 +7,7 @@ from collections import Counter
 import pytest
 
 from vmplane.pipeline.plan import (
+    DEPENDS,
     LB_STEPS,
     PROVISION_STEPS,
     TEARDOWN_STEPS,
@@ -16,6 +17,7 @@ from vmplane.pipeline.plan import (
     provision_plan,
     provision_steps,
     teardown_plan,
+    waves,
 )
 from vmplane.state import InfraConfig, VMRecord
 
@@ -103,7 +105,11 @@ def test_a_load_balancer_adds_its_four_steps_right_after_the_vms(spec):
     assert [s for s in steps if s not in LB_STEPS] == SEVEN
     plan = provision_plan(with_lb, "aws")
     assert plan.steps == steps
-    assert any("load balancer" in n for n in plan.notes)
+    lb_parts = {(r.type, r.step) for r in plan.resources if r.step in LB_STEPS}
+    assert ("aws_lb", "stepCreateLoadBalancer") in lb_parts
+    assert ("aws_lb_target_group", "stepCreateTargetGroup") in lb_parts
+    assert ("aws_lb_listener", "stepCreateListener") in lb_parts
+    assert ("aws_route53_record", "stepCreateDNSRecord") in lb_parts
     assert provision_steps(spec) == SEVEN
 
 
@@ -197,3 +203,33 @@ def test_plan_names_the_role_iam_will_create(spec):
     long = variant(spec, name="a" * 32, org="b" * 32)
     roles = [r.name for r in provision_plan(long, "aws").resources if r.type == "aws_iam_role"]
     assert roles == [f"vmplane-{'b' * 32}-{'a' * 32}-vm"[:64]]
+
+
+def test_independent_steps_share_a_wave_and_every_step_follows_its_inputs(spec):
+    with_lb = variant(spec, loadBalancer={"domain": "app.example.com"})
+    assert waves(provision_steps(with_lb)) == [
+        ["stepValidate"],
+        ["stepCreateNetwork", "stepCreateIAM"],
+        ["stepCreateLaunchTemplate", "stepCreateLoadBalancer"],
+        ["stepCreateVMs", "stepCreateDNSRecord"],
+        ["stepCreateTargetGroup"],
+        ["stepCreateListener"],
+        ["stepRegisterSpace"],
+        ["stepFinalize"],
+    ]
+    flat = [s for wave in waves(provision_steps(with_lb)) for s in wave]
+    assert sorted(flat) == sorted(provision_steps(with_lb))
+    for name, deps in DEPENDS.items():
+        assert all(flat.index(d) < flat.index(name) for d in deps)
+
+
+def test_teardown_and_operations_keep_their_order():
+    assert waves(TEARDOWN_STEPS) == [[s] for s in TEARDOWN_STEPS]
+    assert waves(["stepRotateVMs", "stepRegisterSpace"]) == [["stepRotateVMs"], ["stepRegisterSpace"]]
+    # Attaching an LB later: the network and VMs exist already, so only the LB steps' own order counts.
+    assert waves([*LB_STEPS, "stepRegisterSpace"]) == [
+        ["stepCreateLoadBalancer"],
+        ["stepCreateTargetGroup", "stepCreateDNSRecord"],
+        ["stepCreateListener"],
+        ["stepRegisterSpace"],
+    ]

@@ -117,7 +117,8 @@ def _run_job(job_id: str, phase: Phase, con: Console) -> JobView:
     from vmplane.jobs import operations
 
     settings = _settings()
-    job = operations.run(settings, job_id, phase=phase, on_progress=StepPrinter(con, phase))
+    printer = StepPrinter(con, phase, operations.find_job(settings, job_id))
+    job = operations.run(settings, job_id, phase=phase, on_progress=printer)
     recovered = operations.finish_recovered()
     if recovered:
         con.print(

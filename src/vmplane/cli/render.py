@@ -88,10 +88,12 @@ def show_plan(con: Console, plan: Plan) -> None:
 class StepPrinter:
     """Prints each step once when it starts and once when it ends (works in logs and terminals)."""
 
-    def __init__(self, con: Console, phase: Phase) -> None:
+    def __init__(self, con: Console, phase: Phase, before: JobView | None = None) -> None:
         self.con = con
         self.phase = phase
-        self.seen: dict[str, StepStatus] = {}
+        # Steps already done before this run (resume) are not printed again as if they had just run.
+        done = before.steps_of(phase) if before is not None else []
+        self.seen: dict[str, StepStatus] = {s.name: s.status for s in done if s.status is StepStatus.succeeded}
 
     def __call__(self, job: JobView) -> None:
         steps = job.steps_of(self.phase)

@@ -7,6 +7,7 @@ current job, start or re-attach to its workflow after the decision is committed,
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -103,7 +104,11 @@ def plan_update(spec: EnvSpec, target: Target, job: JobView) -> ApplyPlan:
     if job.target != target:
         refusals.append(f"the job runs on {job.target.describe()}, not {target.describe()}")
     steps = provision_steps(spec)
-    plan = Plan("update", spec.name, target.describe(), steps, [], notes=[])
+    if any(c.path == "tags" or c.path.startswith("tags.") for c in changes):
+        steps.insert(steps.index("stepRegisterSpace"), "stepUpdateTags")
+    counts = Counter(c.impact.value for c in changes)
+    headline = "Update: " + ", ".join(f"{n} {impact}" for impact, n in sorted(counts.items())) + " change(s)."
+    plan = Plan("update", spec.name, target.describe(), steps, [], notes=[], headline=headline)
     plan.notes.append(f"updates job {job.id}: every step reconciles the environment with the file")
     return ApplyPlan(Decision.refused if refusals else Decision.update, plan, job, changes, refusals)
 
@@ -327,8 +332,8 @@ def plan_scale(
         detail = "min/desired/max {}/{}/{} -> {}/{}/{}".format(*before, *after)
     spec = job.spec.model_copy(update={"pools": {**job.spec.pools, pool: new_pool}})
     steps = ["stepScalePool", "stepRegisterSpace"]
-    plan = Plan("scale", job.env, job.target.describe(), steps, [])
-    plan.notes.append(f"pool {pool}: {detail}; running VMs stay")
+    plan = Plan("scale", job.env, job.target.describe(), steps, [], headline=f"Scale: pool {pool} {detail}.")
+    plan.notes.append("running VMs stay")
     return OperationPlan(
         "scale", job, {"pool": pool, "min": min_size, "max": max_size, "desired": desired}, steps, plan, spec=spec
     )
@@ -356,6 +361,7 @@ def plan_rotate(job: JobView, pool: str | None) -> OperationPlan:
         plan.notes.append(
             f"{v.Name} ({v.ID}) v{v.LaunchTemplateVersion} -> v{job.infra.LaunchTemplateVersion[v.Pool]} ({how})"
         )
+    plan.headline = f"Rotate: {len(outdated)} VMs to replace."
     if not outdated:
         plan.notes.append("every VM runs its pool's current launch template version: nothing to replace")
     return OperationPlan("rotate", job, {"pool": pool} if pool else {}, steps, plan)

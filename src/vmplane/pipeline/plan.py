@@ -53,7 +53,7 @@ DEPENDS: dict[str, list[str]] = {
     "stepCreateListener": ["stepCreateTargetGroup"],
     "stepCreateDNSRecord": ["stepCreateLoadBalancer"],
 }
-ALL_BEFORE = {"stepRegisterSpace"}  # needs every earlier step's output
+ALL_BEFORE = {"stepUpdateTags", "stepRegisterSpace"}  # after every earlier step
 
 
 def waves(names: list[str]) -> list[list[str]]:
@@ -116,12 +116,15 @@ class Plan:
     steps: list[str]
     resources: list[PlannedResource] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    headline: str | None = None  # the summary line when the plan is not a list of resources
 
     def count(self, *actions: Action) -> int:
         return sum(1 for r in self.resources if r.action in actions)
 
     @property
     def summary(self) -> str:
+        if self.headline:
+            return self.headline
         if not self.resources:
             return "No changes."
         add = self.count(Action.create, Action.replace)

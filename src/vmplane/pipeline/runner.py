@@ -140,6 +140,7 @@ STEPS: dict[str, StepFn] = {
     "stepUnregisterSpace": _unregister,
     # Operations (vmOp) on a provisioned job
     "stepScalePool": _scale,
+    "stepUpdateTags": lambda d, c, j: d.update_tags(c),
     "stepRotateVMs": _rotate,
 }
 

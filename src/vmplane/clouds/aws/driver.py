@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vmplane.clouds.aws import compute, iam, inventory, lb, network, preflight, rotation
+from vmplane.clouds.aws import compute, iam, inventory, lb, network, preflight, retag, rotation
 from vmplane.clouds.aws import exec as aws_exec
 from vmplane.clouds.aws.session import AwsClients, AwsTarget
 from vmplane.clouds.base import CommandResult, Context, Leftover
@@ -47,6 +47,9 @@ class AwsDriver:
 
     def rotate_pool(self, ctx: Context, pool_name: str) -> list[str]:
         return rotation.rotate_pool(self.aws, ctx, pool_name)
+
+    def update_tags(self, ctx: Context) -> None:
+        retag.retag(self.aws, ctx)
 
     def delete_vms(self, ctx: Context) -> None:
         compute.delete_vms(self.aws, ctx)

@@ -37,15 +37,20 @@ _EC2_KINDS: list[tuple[str, str, str, str, list[dict[str, object]]]] = [
 ]
 
 
-def leftovers(aws: AwsClients, ctx: Context) -> list[Leftover]:
-    out: list[Leftover] = []
+def job_ec2_resources(aws: AwsClients, ctx: Context) -> list[tuple[str, str, list[dict[str, str]]]]:
+    """Every EC2 resource tagged with the job: (kind, id, tags)."""
+    out: list[tuple[str, str, list[dict[str, str]]]] = []
     base = job_filters(ctx.tagger)
     for kind, method, key, id_key, extra in _EC2_KINDS:
         items = aws_call(getattr(aws.ec2, method), Filters=[*base, *extra])[key]
         if key == "Reservations":
             items = [i for r in items for i in r["Instances"]]
-        items = [i for i in items if matches_tag_filters(i, base)]
-        out.extend(Leftover(kind, str(i[id_key])) for i in items)
+        out.extend((kind, str(i[id_key]), i.get("Tags", [])) for i in items if matches_tag_filters(i, base))
+    return out
+
+
+def leftovers(aws: AwsClients, ctx: Context) -> list[Leftover]:
+    out = [Leftover(kind, rid) for kind, rid, _ in job_ec2_resources(aws, ctx)]
     name = ctx.infra.RoleName or iam.role_name(ctx)
     for kind, fetch in (("iam-role", iam.role_tags(aws, name)), ("iam-instance-profile", iam.profile_tags(aws, name))):
         try:

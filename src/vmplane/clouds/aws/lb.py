@@ -189,6 +189,7 @@ def _request_certificate(aws: AwsClients, ctx: Context) -> None:
         ctx.save()
         return
     arn = _find_job_certificate(aws, t, lb.domain)
+    verb = "found" if arn else "requested"
     if arn is None:
         # One token per request, saved first: a retry after a crash returns the same certificate, while
         # a new request after a detach (whose certificate was deleted) gets a new one.
@@ -207,7 +208,7 @@ def _request_certificate(aws: AwsClients, ctx: Context) -> None:
     ctx.save()
     if infra.HostedZoneID:
         _write_validation_record(aws, ctx, arn)
-    ctx.log(f"certificate {arn} requested for {lb.domain} (DNS validation)")
+    ctx.log(f"certificate {arn} {verb} for {lb.domain} (DNS validation)")
 
 
 def _find_job_certificate(aws: AwsClients, t: Tagger, domain: str) -> str | None:
@@ -543,7 +544,7 @@ def _drop_vm_ingress_from(aws: AwsClients, ctx: Context, lb_sgs: list[str], *, r
 
 def _delete_certificates(aws: AwsClients, ctx: Context) -> None:
     infra = ctx.infra
-    arns = set(_job_certificates(aws, ctx.tagger))
+    arns = {a for a, _ in job_certificates(aws, ctx.tagger)}
     if infra.CertificateArn and infra.CertificateRequested:
         arns.add(infra.CertificateArn)
     for arn in sorted(arns):
@@ -569,45 +570,53 @@ def _lb_gone(aws: AwsClients, arn: str) -> bool:
 # ---- find by tag (teardown and the leftover check) ------------------------------------------------
 
 
-def _tagged_elb(aws: AwsClients, t: Tagger, arns: list[str]) -> list[str]:
-    out: list[str] = []
+def _tagged_elb(aws: AwsClients, t: Tagger, arns: list[str]) -> list[tuple[str, list[dict[str, str]]]]:
+    out: list[tuple[str, list[dict[str, str]]]] = []
     for i in range(0, len(arns), 20):  # DescribeTags takes at most 20 ARNs
-        desc = aws_call(aws.elbv2.describe_tags, ResourceArns=arns[i : i + 20])["TagDescriptions"]
-        for d in desc:
-            tags = {x["Key"]: x["Value"] for x in d.get("Tags", [])}
-            if tags.get(t.job_key) == t.job_id:
-                out.append(d["ResourceArn"])
+        for d in aws_call(aws.elbv2.describe_tags, ResourceArns=arns[i : i + 20])["TagDescriptions"]:
+            tags = d.get("Tags", [])
+            if any(x["Key"] == t.job_key and x["Value"] == t.job_id for x in tags):
+                out.append((d["ResourceArn"], tags))
     return out
 
 
-def _job_load_balancers(aws: AwsClients, t: Tagger) -> list[str]:
+def job_elb_resources(aws: AwsClients, t: Tagger) -> list[tuple[str, list[dict[str, str]]]]:
+    """The job's load balancers and target groups (ARN, tags), load balancers first."""
     with aws_errors():
-        pages = aws.elbv2.get_paginator("describe_load_balancers").paginate()
-        arns = [lb["LoadBalancerArn"] for page in pages for lb in page["LoadBalancers"]]
-    return _tagged_elb(aws, t, arns)
+        lbs = [
+            x["LoadBalancerArn"]
+            for p in aws.elbv2.get_paginator("describe_load_balancers").paginate()
+            for x in p["LoadBalancers"]
+        ]
+        tgs = [
+            x["TargetGroupArn"]
+            for p in aws.elbv2.get_paginator("describe_target_groups").paginate()
+            for x in p["TargetGroups"]
+        ]
+    return _tagged_elb(aws, t, lbs) + _tagged_elb(aws, t, tgs)
+
+
+def _job_load_balancers(aws: AwsClients, t: Tagger) -> list[str]:
+    return [a for a, _ in job_elb_resources(aws, t) if ":loadbalancer/" in a]
 
 
 def _job_target_groups(aws: AwsClients, t: Tagger) -> list[str]:
-    with aws_errors():
-        pages = aws.elbv2.get_paginator("describe_target_groups").paginate()
-        arns = [tg["TargetGroupArn"] for page in pages for tg in page["TargetGroups"]]
-    return _tagged_elb(aws, t, arns)
+    return [a for a, _ in job_elb_resources(aws, t) if ":targetgroup/" in a]
 
 
-def _job_certificates(aws: AwsClients, t: Tagger) -> list[str]:
-    out: list[str] = []
+def job_certificates(aws: AwsClients, t: Tagger) -> list[tuple[str, list[dict[str, str]]]]:
+    out: list[tuple[str, list[dict[str, str]]]] = []
     with aws_errors():
         for page in aws.acm.get_paginator("list_certificates").paginate():
             for cert in page["CertificateSummaryList"]:
                 tags = aws.acm.list_tags_for_certificate(CertificateArn=cert["CertificateArn"]).get("Tags", [])
                 if any(x["Key"] == t.job_key and x.get("Value") == t.job_id for x in tags):
-                    out.append(str(cert["CertificateArn"]))
+                    out.append((str(cert["CertificateArn"]), tags))
     return out
 
 
 def leftovers(aws: AwsClients, t: Tagger, infra: InfraConfig) -> list[tuple[str, str]]:
-    out = [("load-balancer", a) for a in _job_load_balancers(aws, t)]
-    out += [("target-group", a) for a in _job_target_groups(aws, t)]
-    out += [("certificate", a) for a in _job_certificates(aws, t)]
+    out = [("load-balancer" if ":loadbalancer/" in a else "target-group", a) for a, _ in job_elb_resources(aws, t)]
+    out += [("certificate", a) for a, _ in job_certificates(aws, t)]
     out += [("dns-record", f"{r.Name} {r.Type}") for r in infra.DNSRecords if _find_record(aws, r) is not None]
     return out

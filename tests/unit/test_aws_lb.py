@@ -1,0 +1,205 @@
+"""clouds/aws/lb.py against moto: the four LB steps, their idempotency, and detach leaving nothing."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from moto import settings as moto_settings
+
+from vmplane.clouds.aws import lb
+from vmplane.clouds.aws.driver import AwsDriver
+from vmplane.clouds.aws.session import AwsTarget
+from vmplane.clouds.errors import InvalidRequestError
+from vmplane.state import VMState
+
+from .support import JOB_ID, REGION, make_ctx, variant
+
+DOMAIN = "app.example.test"
+
+
+@pytest.fixture(autouse=True)
+def _certificates_issue_at_once(monkeypatch):
+    # moto marks a DNS-validated certificate ISSUED after ACM_VALIDATION_WAIT seconds (default 60).
+    monkeypatch.setattr(moto_settings, "ACM_VALIDATION_WAIT", 0)
+
+
+@pytest.fixture
+def zone(aws):
+    made = aws.route53.create_hosted_zone(Name="example.test", CallerReference="zone-1")
+    return made["HostedZone"]["Id"].rsplit("/", 1)[-1]
+
+
+def _provisioned(spec, **lb_block):
+    """A driver and a context after the seven VM steps, for a spec with a load balancer."""
+    driver = AwsDriver(AwsTarget(region=REGION))
+    ctx = make_ctx(variant(spec, loadBalancer={"domain": DOMAIN, **lb_block}))
+    ctx.infra.InstanceProfileArn = "arn:aws:iam::123456789012:instance-profile/vmplane-acme-demo-fixed-vm"
+    for step in (driver.preflight, driver.ensure_network, driver.ensure_launch_templates, driver.ensure_vms):
+        step(ctx)
+    return driver, ctx
+
+
+def _attach(driver, ctx):
+    for step in (driver.ensure_load_balancer, driver.ensure_target_group, driver.ensure_listener):
+        step(ctx)
+    driver.ensure_dns_record(ctx)
+
+
+def _records(aws, zone):
+    sets = aws.route53.list_resource_record_sets(HostedZoneId=zone)["ResourceRecordSets"]
+    return {(r["Name"].rstrip("."), r["Type"]): r for r in sets if r["Type"] not in ("NS", "SOA")}
+
+
+def _vm_ingress(aws, gid):
+    group = aws.ec2.describe_security_groups(GroupIds=[gid])["SecurityGroups"][0]
+    out = set()
+    for p in group["IpPermissions"]:
+        out |= {(p["FromPort"], r["CidrIp"]) for r in p.get("IpRanges", [])}
+        out |= {(p["FromPort"], g["GroupId"]) for g in p.get("UserIdGroupPairs", [])}
+    return out
+
+
+def _counts(aws):
+    elb = aws.elbv2
+    return {
+        "lb": len(elb.describe_load_balancers()["LoadBalancers"]),
+        "tg": len(elb.describe_target_groups()["TargetGroups"]),
+        "cert": len(aws.acm.list_certificates()["CertificateSummaryList"]),
+        "listeners": sum(
+            len(elb.describe_listeners(LoadBalancerArn=x["LoadBalancerArn"])["Listeners"])
+            for x in elb.describe_load_balancers()["LoadBalancers"]
+        ),
+    }
+
+
+def test_the_four_steps_build_the_seed_shape(aws, spec, zone):
+    driver, ctx = _provisioned(spec)
+    aws = driver.aws
+    infra = ctx.infra
+    assert infra.HostedZoneID == zone  # found by the domain's suffix
+    _attach(driver, ctx)
+
+    alb = aws.elbv2.describe_load_balancers(LoadBalancerArns=[infra.LoadBalancerID])["LoadBalancers"][0]
+    assert alb["Scheme"] == "internet-facing" and alb["Type"] == "application"
+    assert sorted(z["SubnetId"] for z in alb["AvailabilityZones"]) == sorted(infra.PublicSubnetIDs)
+    assert alb["SecurityGroups"] == [infra.LoadBalancerSecurityGroupID]
+    assert infra.LoadBalancerSecurityGroupID != infra.VMSecurityGroupID
+    tags = {
+        t["Key"]: t["Value"]
+        for t in aws.elbv2.describe_tags(ResourceArns=[alb["LoadBalancerArn"]])["TagDescriptions"][0]["Tags"]
+    }
+    assert tags["zop:jobId"] == JOB_ID and tags["team"] == "platform"
+
+    tg = aws.elbv2.describe_target_groups(TargetGroupArns=[infra.TargetGroupArn])["TargetGroups"][0]
+    assert (tg["Protocol"], tg["Port"], tg["VpcId"]) == ("HTTP", 80, infra.VpcID)
+    assert (tg["HealthCheckPath"], tg["HealthCheckPort"], tg["HealthCheckProtocol"]) == ("/healthz", "80", "HTTP")
+    health = aws.elbv2.describe_target_health(TargetGroupArn=infra.TargetGroupArn)["TargetHealthDescriptions"]
+    assert sorted(h["Target"]["Id"] for h in health) == sorted(v.ID for v in infra.VMs)
+
+    # Port 80 on the VMs admits the LB's group only, no longer the VPC CIDR.
+    assert _vm_ingress(aws, infra.VMSecurityGroupID) == {(80, infra.LoadBalancerSecurityGroupID)}
+
+    listeners = {x["Port"]: x for x in aws.elbv2.describe_listeners(LoadBalancerArn=infra.LoadBalancerID)["Listeners"]}
+    assert set(listeners) == {80, 443}
+    https = listeners[443]
+    assert https["Protocol"] == "HTTPS" and https["SslPolicy"] == lb.SSL_POLICY
+    assert https["Certificates"][0]["CertificateArn"] == infra.CertificateArn
+    assert https["DefaultActions"][0]["TargetGroupArn"] == infra.TargetGroupArn
+    redirect = listeners[80]["DefaultActions"][0]
+    assert redirect["Type"] == "redirect" and redirect["RedirectConfig"]["Protocol"] == "HTTPS"
+
+    cert = aws.acm.describe_certificate(CertificateArn=infra.CertificateArn)["Certificate"]
+    assert cert["DomainName"] == DOMAIN and cert["Status"] == "ISSUED"
+    validation = cert["DomainValidationOptions"][0]["ResourceRecord"]
+    records = _records(aws, zone)
+    assert (validation["Name"].rstrip("."), "CNAME") in records
+    alias = records[(DOMAIN, "A")]["AliasTarget"]
+    assert alias["DNSName"].rstrip(".") == alb["DNSName"]
+    assert alias["HostedZoneId"] == alb["CanonicalHostedZoneId"]
+    assert ctx.save.last == infra.model_dump(mode="json")
+
+
+def test_running_the_steps_again_creates_nothing_new(aws, spec, zone):
+    driver, ctx = _provisioned(spec)
+    _attach(driver, ctx)
+    before = _counts(driver.aws)
+    _attach(driver, ctx)
+    # Even with the records lost (a crash before the checkpoint), the parts are found, not duplicated.
+    lost = make_ctx(
+        ctx.spec, ctx.infra.model_copy(update={"LoadBalancerID": None, "TargetGroupArn": None, "CertificateArn": None})
+    )
+    _attach(driver, lost)
+    assert _counts(driver.aws) == before == {"lb": 1, "tg": 1, "cert": 1, "listeners": 2}
+    assert lost.infra.LoadBalancerID == ctx.infra.LoadBalancerID
+
+
+def test_detach_removes_every_part_and_keeps_the_vms(aws, spec, zone):
+    driver, ctx = _provisioned(spec)
+    _attach(driver, ctx)
+    vm_ids = sorted(v.ID for v in ctx.infra.VMs)
+    lb_sg = ctx.infra.LoadBalancerSecurityGroupID
+    driver.detach_load_balancer(ctx, keep_vms=True)
+    aws = driver.aws
+    assert _counts(aws) == {"lb": 0, "tg": 0, "cert": 0, "listeners": 0}
+    assert _records(aws, zone) == {}
+    assert not aws.ec2.describe_security_groups(Filters=[{"Name": "group-id", "Values": [lb_sg]}])["SecurityGroups"]
+    # The VMs keep running and get their VPC-internal ingress back.
+    assert _vm_ingress(aws, ctx.infra.VMSecurityGroupID) == {(80, ctx.infra.VpcCidr)}
+    running = aws.ec2.describe_instances(InstanceIds=vm_ids)["Reservations"]
+    assert all(i["State"]["Name"] == "running" for r in running for i in r["Instances"])
+    assert all(v.State is VMState.ready for v in ctx.infra.VMs)
+    infra = ctx.infra
+    assert (infra.LoadBalancerID, infra.TargetGroupArn, infra.CertificateArn, infra.DNSRecords) == (
+        None,
+        None,
+        None,
+        [],
+    )
+    assert lb.leftovers(aws, ctx.tagger, infra) == []
+
+    # Attach again: a fresh set, the VMs registered again.
+    _attach(driver, ctx)
+    assert _counts(aws) == {"lb": 1, "tg": 1, "cert": 1, "listeners": 2}
+    health = aws.elbv2.describe_target_health(TargetGroupArn=infra.TargetGroupArn)["TargetHealthDescriptions"]
+    assert sorted(h["Target"]["Id"] for h in health) == vm_ids
+
+
+def test_health_check_override_and_its_port_admitted_from_the_lb(aws, spec, zone):
+    block = {"healthCheck": {"path": "/ready", "port": 8081, "healthyThreshold": 2, "intervalSeconds": 10}}
+    driver, ctx = _provisioned(spec, **block)
+    _attach(driver, ctx)
+    tg = driver.aws.elbv2.describe_target_groups(TargetGroupArns=[ctx.infra.TargetGroupArn])["TargetGroups"][0]
+    assert (tg["HealthCheckPath"], tg["HealthCheckPort"]) == ("/ready", "8081")
+    assert (tg["HealthyThresholdCount"], tg["HealthCheckIntervalSeconds"]) == (2, 10)
+    sg = ctx.infra.LoadBalancerSecurityGroupID
+    assert _vm_ingress(driver.aws, ctx.infra.VMSecurityGroupID) == {(80, sg), (8081, sg)}
+
+
+def test_preflight_needs_a_zone_or_a_certificate(aws, spec):
+    driver = AwsDriver(AwsTarget(region=REGION))
+    ctx = make_ctx(variant(spec, loadBalancer={"domain": "app.nowhere.test"}))
+    with pytest.raises(InvalidRequestError, match=r"loadBalancer.domain: no Route53 hosted zone .* app.nowhere.test"):
+        driver.preflight(ctx)
+
+
+def test_preflight_refuses_a_zone_that_cannot_hold_the_domain(aws, spec):
+    other = aws.route53.create_hosted_zone(Name="other.test", CallerReference="z2")["HostedZone"]["Id"]
+    ctx = make_ctx(variant(spec, loadBalancer={"domain": DOMAIN, "hostedZoneId": other.rsplit("/", 1)[-1]}))
+    with pytest.raises(
+        InvalidRequestError, match=re.escape("hostedZoneId: zone other.test cannot hold app.example.test")
+    ):
+        lb.preflight(aws, ctx)
+
+
+def test_preflight_refuses_another_clouds_certificate_source(aws, spec, zone):
+    ctx = make_ctx(variant(spec, loadBalancer={"domain": DOMAIN, "certSource": "GCPManaged"}))
+    with pytest.raises(InvalidRequestError, match="certSource: GCPManaged is not available on AWS"):
+        lb.preflight(aws, ctx)
+
+
+def test_the_longest_matching_zone_wins(aws, spec, zone):
+    inner = aws.route53.create_hosted_zone(Name="app.example.test", CallerReference="z3")["HostedZone"]["Id"]
+    ctx = make_ctx(variant(spec, loadBalancer={"domain": DOMAIN}))
+    lb.preflight(aws, ctx)
+    assert ctx.infra.HostedZoneID == inner.rsplit("/", 1)[-1] != zone
