@@ -85,12 +85,15 @@ class Cli:
         return out
 
 
-def write_env(tmp_path: Path, name: str, org: str = "acme", **overrides: Any) -> Path:
-    """A copy of examples/fixed.jsonc with another identity (tests share one sandbox account)."""
+def write_env(tmp_path: Path, name: str, org: str = "acme", example: str = "fixed.jsonc", **overrides: Any) -> Path:
+    """A copy of an example with another identity (tests share one sandbox account). A load balancer's
+    domain becomes <name>.sandbox.vmplane.test, in the sandbox account's hosted zone."""
     from vmplane.spec.load import load_spec
 
-    spec = load_spec(EXAMPLES / "fixed.jsonc").model_dump(mode="json", by_alias=True, exclude_none=True)
+    spec = load_spec(EXAMPLES / example).model_dump(mode="json", by_alias=True, exclude_none=True)
     spec.update(name=name, org=org, **overrides)
+    if "loadBalancer" in spec and "loadBalancer" not in overrides:
+        spec["loadBalancer"]["domain"] = f"{name}.sandbox.vmplane.test"
     path = tmp_path / f"{name}.jsonc"
     path.write_text(json.dumps(spec, indent=2))
     return path

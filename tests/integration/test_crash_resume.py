@@ -93,3 +93,66 @@ def test_kill_9_during_teardown_then_resume_finishes_it(cli: Cli, sandbox: Sandb
     done = cli.json("resume", job["id"])
     assert done["status"] == "deleted", done["error"]
     assert not any(counts(sandbox, job["id"]).values())
+
+
+LB_CASES = ["RequestCertificate", "CreateLoadBalancer", "CreateTargetGroup", "CreateListener"]
+
+
+@pytest.mark.sandbox
+@pytest.mark.parametrize("operation", LB_CASES)
+def test_kill_9_in_the_load_balancer_steps_then_resume(cli: Cli, sandbox: Sandbox, tmp_path, operation: str) -> None:
+    from tests.integration.test_load_balancer import lb_parts
+
+    name = f"crash-{operation.lower()[:12]}"
+    env_file = write_env(tmp_path, name, example="web.jsonc")
+    kill_after(cli, operation, "apply", "-f", str(env_file), "--sandbox", "--yes")
+    crashed = cli.json("status", "-f", str(env_file))
+    assert crashed["status"] == "running"
+    job = cli.json("resume", crashed["id"])
+    assert job["status"] == "succeeded", job["error"]
+    parts = {k: len(v) for k, v in lb_parts(sandbox, job["id"], f"{name}.sandbox.vmplane.test").items()}
+    assert parts == {
+        "lbs": 1,
+        "target_groups": 1,
+        "listeners": 2,
+        "certificates": 1,
+        "records": 2,
+        "lb_security_groups": 1,
+    }
+    gone = cli.json("destroy", "-f", str(env_file), "--sandbox", "--yes")
+    assert gone["status"] == "deleted", gone["error"]
+    assert not any(lb_parts(sandbox, job["id"], f"{name}.sandbox.vmplane.test").values())
+
+
+@pytest.mark.sandbox
+def test_kill_9_mid_rotation_then_resume_replaces_each_vm_once(cli: Cli, sandbox: Sandbox, tmp_path) -> None:
+    env_file = write_env(tmp_path, "crash-rotate")
+    job = cli.json("apply", "-f", str(env_file), "--sandbox", "--yes")
+    changed = write_env(tmp_path, "crash-rotate", bootstrap={"mode": "bare"})
+    assert cli.json("apply", "-f", str(changed), "--sandbox", "--yes")["status"] == "succeeded"
+    kill_after(cli, "RunInstances", "rotate", "crash-rotate", "--yes")  # the first replacement launched
+
+    mid = cli.json("status", job["id"])
+    assert mid["status"] == "running" and mid["config"]["operation"]["kind"] == "rotate"
+    done = cli.json("resume", job["id"])
+    assert done["status"] == "succeeded", done["error"]
+    vms = done["config"]["infra"]["VMs"]
+    assert all(v["LaunchTemplateVersion"] == 2 and v["ReplacementID"] is None for v in vms)
+    live = sorted(i["InstanceId"] for i in job_resources(sandbox, job["id"])["instances"])
+    assert live == sorted(v["ID"] for v in vms) and len(live) == 2
+    assert cli.json("destroy", "--job", job["id"], "--sandbox", "--yes")["status"] == "deleted"
+
+
+@pytest.mark.sandbox
+def test_kill_9_mid_detach_then_resume_finishes_it(cli: Cli, sandbox: Sandbox, tmp_path) -> None:
+    from tests.integration.test_load_balancer import lb_parts
+
+    env_file = write_env(tmp_path, "crash-detach", example="web.jsonc")
+    job = cli.json("apply", "-f", str(env_file), "--sandbox", "--yes")
+    kill_after(cli, "DeleteLoadBalancer", "lb", "detach", "crash-detach", "--yes")
+    done = cli.json("resume", job["id"])
+    assert done["status"] == "succeeded", done["error"]
+    assert done["config"]["operation"]["kind"] == "detach_lb" and done["config"]["operation"]["status"] == "succeeded"
+    assert not any(lb_parts(sandbox, job["id"], "crash-detach.sandbox.vmplane.test").values())
+    assert len(job_resources(sandbox, job["id"])["instances"]) == 2
+    assert cli.json("destroy", "--job", job["id"], "--sandbox", "--yes")["status"] == "deleted"

@@ -264,8 +264,12 @@ def apply(file: FileOpt, sandbox: SandboxOpt = False, yes: YesOpt = False, outpu
                 print_json(ap.job.to_json())
             raise typer.Exit(EXIT_OK)
         if ap.decision is Decision.refused:
-            show_changes(con, ap.changes, ap.refusals)
-            _die(f"{len(ap.refusals)} change(s) cannot be applied in place; nothing was changed", EXIT_USAGE)
+            show_changes(con, ap.changes, [])
+            reasons = "\n  ".join(ap.refusals)
+            _die(
+                f"{len(ap.refusals)} change(s) cannot be applied in place; nothing was changed:\n  {reasons}",
+                EXIT_USAGE,
+            )
         if ap.decision is Decision.update:
             assert ap.job is not None
             show_changes(con, ap.changes, [])
