@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import secrets
 from typing import Any
 
-from vmplane.clouds.aws import compute
+from vmplane.clouds.aws import certs, compute, dns
 from vmplane.clouds.aws.errors import aws_call, aws_errors
 from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.aws.tags import find_tagged, job_filters, tag_list, tag_spec
@@ -28,16 +27,13 @@ from vmplane.clouds.errors import (
 )
 from vmplane.clouds.waits import poll, retry
 from vmplane.spec.models import AsgPool, CertSource, EnvSpec, LoadBalancer
-from vmplane.state import DnsRecord, InfraConfig
+from vmplane.state import InfraConfig
 
 HTTPS_PORT = 443
 HTTP_PORT = 80
 SSL_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06"
-CERT_TIMEOUT = 1800.0  # DNS validation usually takes minutes; ACM gives up after 72 h
 LB_TIMEOUT = 900.0
-DNS_TIMEOUT = 300.0
 GONE_TIMEOUT = 600.0
-_ACTIVE_CERT = ["PENDING_VALIDATION", "ISSUED"]
 
 
 def lb_base_name(spec: EnvSpec) -> str:
@@ -65,31 +61,11 @@ def _owned_by_job(aws: AwsClients, arn: str, t: Tagger) -> bool:
 # ---- hosted zone (stepValidate) -------------------------------------------------------------------
 
 
-def resolve_hosted_zone(aws: AwsClients, lb: LoadBalancer) -> str | None:
-    """The zone for the alias and validation records: the given one, else the longest public suffix match."""
-    if lb.hosted_zone_id:
-        zone = aws_call(aws.route53.get_hosted_zone, Id=lb.hosted_zone_id)["HostedZone"]
-        name = zone["Name"].rstrip(".")
-        if not (lb.domain == name or lb.domain.endswith("." + name)):
-            raise InvalidRequestError(f"loadBalancer.hostedZoneId: zone {name} cannot hold {lb.domain}")
-        return str(zone["Id"]).rsplit("/", 1)[-1]
-    best: tuple[int, str] | None = None
-    with aws_errors():
-        for page in aws.route53.get_paginator("list_hosted_zones").paginate():
-            for zone in page["HostedZones"]:
-                if zone.get("Config", {}).get("PrivateZone"):
-                    continue
-                name = zone["Name"].rstrip(".")
-                if (lb.domain == name or lb.domain.endswith("." + name)) and (best is None or len(name) > best[0]):
-                    best = (len(name), str(zone["Id"]).rsplit("/", 1)[-1])
-    return best[1] if best else None
-
-
 def preflight(aws: AwsClients, ctx: Context) -> None:
     lb = _lb(ctx)
     if lb.cert_source is not CertSource.AWSACM:
         raise InvalidRequestError(f"loadBalancer.certSource: {lb.cert_source.value} is not available on AWS (AWSACM)")
-    zone = resolve_hosted_zone(aws, lb)
+    zone = dns.resolve_hosted_zone(aws, lb)
     if zone is None and lb.certificate_arn is None:
         raise InvalidRequestError(
             f"loadBalancer.domain: no Route53 hosted zone in this account holds {lb.domain}; set "
@@ -109,11 +85,11 @@ def preflight(aws: AwsClients, ctx: Context) -> None:
 def ensure_load_balancer(aws: AwsClients, ctx: Context) -> None:
     """The LB security group, the certificate request (early, so DNS validation runs while VMs boot), the ALB."""
     infra, t = ctx.infra, ctx.tagger
-    _ensure_lb_security_group(aws, ctx)
-    _request_certificate(aws, ctx)
     name = lb_base_name(ctx.spec)
     infra.LoadBalancerName = name
-    ctx.save()
+    ctx.save()  # the marker that teardown must look for LB parts (see `started`)
+    _ensure_lb_security_group(aws, ctx)
+    certs.request(aws, ctx)
     found = _describe_lb(aws, name)
     if found is not None and not _owned_by_job(aws, found["LoadBalancerArn"], t):
         raise ConflictError(f"load balancer {name} exists and belongs to another job or owner")
@@ -180,66 +156,6 @@ def _ensure_lb_security_group(aws: AwsClients, ctx: Context) -> None:
                     for p in missing
                 ],
             )
-
-
-def _request_certificate(aws: AwsClients, ctx: Context) -> None:
-    lb, infra, t = _lb(ctx), ctx.infra, ctx.tagger
-    if lb.certificate_arn:
-        infra.CertificateArn, infra.CertificateRequested = lb.certificate_arn, False
-        ctx.save()
-        return
-    arn = _find_job_certificate(aws, t, lb.domain)
-    verb = "found" if arn else "requested"
-    if arn is None:
-        # One token per request, saved first: a retry after a crash returns the same certificate, while
-        # a new request after a detach (whose certificate was deleted) gets a new one.
-        if not infra.CertificateRequestToken:
-            infra.CertificateRequestToken = secrets.token_hex(16)
-        infra.CertificateRequested = True
-        ctx.save()
-        arn = aws_call(
-            aws.acm.request_certificate,
-            DomainName=lb.domain,
-            ValidationMethod="DNS",
-            IdempotencyToken=infra.CertificateRequestToken,
-            Tags=tag_list(t.tags("certificate", lb.domain)),
-        )["CertificateArn"]
-    infra.CertificateArn, infra.CertificateRequested = arn, True
-    ctx.save()
-    if infra.HostedZoneID:
-        _write_validation_record(aws, ctx, arn)
-    ctx.log(f"certificate {arn} {verb} for {lb.domain} (DNS validation)")
-
-
-def _find_job_certificate(aws: AwsClients, t: Tagger, domain: str) -> str | None:
-    with aws_errors():
-        pages = aws.acm.get_paginator("list_certificates").paginate(CertificateStatuses=_ACTIVE_CERT)
-        for page in pages:
-            for cert in page["CertificateSummaryList"]:
-                if cert.get("DomainName") != domain:
-                    continue
-                tags = aws.acm.list_tags_for_certificate(CertificateArn=cert["CertificateArn"]).get("Tags", [])
-                if any(x["Key"] == t.job_key and x.get("Value") == t.job_id for x in tags):
-                    return str(cert["CertificateArn"])
-    return None
-
-
-def _write_validation_record(aws: AwsClients, ctx: Context, arn: str) -> None:
-    def record() -> dict[str, str] | None:
-        cert = aws_call(aws.acm.describe_certificate, CertificateArn=arn)["Certificate"]
-        options = cert.get("DomainValidationOptions", [])
-        rr = options[0].get("ResourceRecord") if options else None
-        return dict(rr) if rr else None  # ACM fills the record in a few seconds after the request
-
-    rr = poll(record, what="the certificate's DNS validation record", timeout=DNS_TIMEOUT, first=0.05)
-    zone = ctx.infra.HostedZoneID
-    assert zone is not None
-    _upsert(
-        aws,
-        ctx,
-        zone,
-        {"Name": rr["Name"], "Type": rr["Type"], "TTL": 300, "ResourceRecords": [{"Value": rr["Value"]}]},
-    )
 
 
 # ---- stepCreateTargetGroup ------------------------------------------------------------------------
@@ -323,7 +239,7 @@ def ensure_listener(aws: AwsClients, ctx: Context) -> None:
     arn, tg, cert = infra.LoadBalancerID, infra.TargetGroupArn, infra.CertificateArn
     if not (arn and tg and cert):
         raise InvalidRequestError("the load balancer, target group and certificate must exist before the listener")
-    _wait_issued(aws, cert)
+    certs.wait_issued(aws, cert)
     _wait_active(aws, arn)
     current = {int(x["Port"]): x for x in aws_call(aws.elbv2.describe_listeners, LoadBalancerArn=arn)["Listeners"]}
     forward = [{"Type": "forward", "TargetGroupArn": tg}]
@@ -363,16 +279,6 @@ def ensure_listener(aws: AwsClients, ctx: Context) -> None:
     ctx.log(f"listeners: HTTPS:{HTTPS_PORT} ({SSL_POLICY}) -> target group; HTTP:{HTTP_PORT} -> 301 HTTPS")
 
 
-def _wait_issued(aws: AwsClients, arn: str) -> None:
-    def issued() -> bool | None:
-        status = aws_call(aws.acm.describe_certificate, CertificateArn=arn)["Certificate"]["Status"]
-        if status in ("FAILED", "VALIDATION_TIMED_OUT", "REVOKED", "EXPIRED", "INACTIVE"):
-            raise InvalidRequestError(f"certificate {arn} is {status}; check its DNS validation record")
-        return True if status == "ISSUED" else None
-
-    poll(issued, what=f"certificate {arn} to be issued (DNS validation)", timeout=CERT_TIMEOUT, first=0.1, cap=15)
-
-
 def _wait_active(aws: AwsClients, arn: str) -> None:
     def active() -> bool | None:
         lb = aws_call(aws.elbv2.describe_load_balancers, LoadBalancerArns=[arn])["LoadBalancers"][0]
@@ -397,67 +303,8 @@ def ensure_dns_record(aws: AwsClients, ctx: Context) -> None:
         "DNSName": infra.LoadBalancerDNSName,
         "EvaluateTargetHealth": True,
     }
-    _upsert(aws, ctx, infra.HostedZoneID, {"Name": lb.domain, "Type": "A", "AliasTarget": alias})
+    dns.upsert(aws, ctx, infra.HostedZoneID, {"Name": lb.domain, "Type": "A", "AliasTarget": alias})
     ctx.log(f"DNS {lb.domain} A alias -> {infra.LoadBalancerDNSName}")
-
-
-def _upsert(aws: AwsClients, ctx: Context, zone: str, record: dict[str, Any]) -> None:
-    infra = ctx.infra
-    entry = DnsRecord(ZoneID=zone, Name=record["Name"].rstrip("."), Type=record["Type"])
-    if entry not in infra.DNSRecords:
-        infra.DNSRecords = [*infra.DNSRecords, entry]
-        ctx.save()  # intent first: teardown deletes it even if we crash right after the change
-    change = aws_call(
-        aws.route53.change_resource_record_sets,
-        HostedZoneId=zone,
-        ChangeBatch={
-            "Comment": f"vmplane {ctx.job_id}",
-            "Changes": [{"Action": "UPSERT", "ResourceRecordSet": record}],
-        },
-    )["ChangeInfo"]
-    _wait_insync(aws, change["Id"])
-
-
-def _wait_insync(aws: AwsClients, change_id: str) -> None:
-    poll(
-        lambda: True if aws_call(aws.route53.get_change, Id=change_id)["ChangeInfo"]["Status"] == "INSYNC" else None,
-        what="the DNS change to propagate",
-        timeout=DNS_TIMEOUT,
-        first=0.05,
-        cap=10,
-    )
-
-
-def _find_record(aws: AwsClients, rec: DnsRecord) -> dict[str, Any] | None:
-    """The record set as it is now (Route53 deletes exact record sets only), or None."""
-    try:
-        sets = aws_call(
-            aws.route53.list_resource_record_sets,
-            HostedZoneId=rec.ZoneID,
-            StartRecordName=rec.Name,
-            StartRecordType=rec.Type,
-            MaxItems="1",
-        )["ResourceRecordSets"]
-    except NotFoundError:
-        return None  # the zone itself is gone
-    return next((dict(s) for s in sets if s["Name"].rstrip(".") == rec.Name and s["Type"] == rec.Type), None)
-
-
-def _delete_record(aws: AwsClients, rec: DnsRecord) -> None:
-    current = _find_record(aws, rec)
-    if current is None:
-        return
-    try:
-        change = aws_call(
-            aws.route53.change_resource_record_sets,
-            HostedZoneId=rec.ZoneID,
-            ChangeBatch={"Changes": [{"Action": "DELETE", "ResourceRecordSet": current}]},
-        )["ChangeInfo"]
-    except InvalidRequestError as err:
-        if "not found" in str(err).lower():  # deleted between our read and our change
-            return
-        raise
-    _wait_insync(aws, change["Id"])
 
 
 # ---- detach (vmOp detach_lb, and the first teardown step) -----------------------------------------
@@ -470,8 +317,11 @@ def detach(aws: AwsClients, ctx: Context, *, keep_vms: bool) -> None:
     in teardown the group is deleted next anyway.
     """
     infra, t = ctx.infra, ctx.tagger
+    if not started(infra):
+        ctx.log("no load balancer was created for this job")
+        return
     for rec in [r for r in infra.DNSRecords if r.Type == "A"]:
-        _delete_record(aws, rec)
+        dns.delete_record(aws, rec)
         infra.DNSRecords = [r for r in infra.DNSRecords if r != rec]
         ctx.save()
     lbs = _job_load_balancers(aws, t)
@@ -519,11 +369,26 @@ def detach(aws: AwsClients, ctx: Context, *, keep_vms: bool) -> None:
         # The ALB's network interfaces release the group a little after the ALB is gone.
         retry(delete_sg, what=f"delete {gid}", timeout=GONE_TIMEOUT, retry_on=(DependencyViolationError,))
     for rec in list(infra.DNSRecords):  # the certificate's validation records
-        _delete_record(aws, rec)
+        dns.delete_record(aws, rec)
         infra.DNSRecords = [r for r in infra.DNSRecords if r != rec]
         ctx.save()
-    _delete_certificates(aws, ctx)
+    certs.delete_job_certificates(aws, ctx)
     ctx.log(f"load balancer removed: {len(lbs)} ALB, {len(tgs)} target groups, {len(lb_sgs)} security groups")
+
+
+def started(infra: InfraConfig) -> bool:
+    """Whether any LB part may exist: stepCreateLoadBalancer records the name before creating anything,
+    and detach clears the certificate last. Saves a tag scan of ELB and ACM on every other teardown."""
+    return bool(
+        infra.LoadBalancerName
+        or infra.LoadBalancerID
+        or infra.TargetGroupArn
+        or infra.LoadBalancerSecurityGroupID
+        or infra.ListenerArns
+        or infra.CertificateArn
+        or infra.CertificateRequested
+        or infra.DNSRecords
+    )
 
 
 def _drop_vm_ingress_from(aws: AwsClients, ctx: Context, lb_sgs: list[str], *, restore: bool) -> None:
@@ -540,23 +405,6 @@ def _drop_vm_ingress_from(aws: AwsClients, ctx: Context, lb_sgs: list[str], *, r
         if refs:
             with contextlib.suppress(NotFoundError):
                 aws_call(aws.ec2.revoke_security_group_ingress, GroupId=g["GroupId"], IpPermissions=refs)
-
-
-def _delete_certificates(aws: AwsClients, ctx: Context) -> None:
-    infra = ctx.infra
-    arns = {a for a, _ in job_certificates(aws, ctx.tagger)}
-    if infra.CertificateArn and infra.CertificateRequested:
-        arns.add(infra.CertificateArn)
-    for arn in sorted(arns):
-
-        def delete(a: str = arn) -> None:
-            with contextlib.suppress(NotFoundError):
-                aws_call(aws.acm.delete_certificate, CertificateArn=a)
-
-        # ACM says "in use" for a while after the listener that used it is gone.
-        retry(delete, what=f"delete certificate {arn}", timeout=GONE_TIMEOUT, retry_on=(ConflictError,))
-    infra.CertificateArn, infra.CertificateRequested, infra.CertificateRequestToken = None, False, None
-    ctx.save()
 
 
 def _lb_gone(aws: AwsClients, arn: str) -> bool:
@@ -604,19 +452,8 @@ def _job_target_groups(aws: AwsClients, t: Tagger) -> list[str]:
     return [a for a, _ in job_elb_resources(aws, t) if ":targetgroup/" in a]
 
 
-def job_certificates(aws: AwsClients, t: Tagger) -> list[tuple[str, list[dict[str, str]]]]:
-    out: list[tuple[str, list[dict[str, str]]]] = []
-    with aws_errors():
-        for page in aws.acm.get_paginator("list_certificates").paginate():
-            for cert in page["CertificateSummaryList"]:
-                tags = aws.acm.list_tags_for_certificate(CertificateArn=cert["CertificateArn"]).get("Tags", [])
-                if any(x["Key"] == t.job_key and x.get("Value") == t.job_id for x in tags):
-                    out.append((str(cert["CertificateArn"]), tags))
-    return out
-
-
 def leftovers(aws: AwsClients, t: Tagger, infra: InfraConfig) -> list[tuple[str, str]]:
     out = [("load-balancer" if ":loadbalancer/" in a else "target-group", a) for a, _ in job_elb_resources(aws, t)]
-    out += [("certificate", a) for a, _ in job_certificates(aws, t)]
-    out += [("dns-record", f"{r.Name} {r.Type}") for r in infra.DNSRecords if _find_record(aws, r) is not None]
+    out += [("certificate", a) for a, _ in certs.job_certificates(aws, t)]
+    out += [("dns-record", f"{r.Name} {r.Type}") for r in infra.DNSRecords if dns.find_record(aws, r) is not None]
     return out

@@ -1,0 +1,119 @@
+"""ACM certificates for the HTTPS listener: requested with DNS validation (the validation record is
+written into the hosted zone at once, so validation runs while the VMs boot), or an existing ARN taken
+as is. Only certificates vmplane requested are deleted."""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+
+from vmplane.clouds.aws import dns
+from vmplane.clouds.aws.errors import aws_call, aws_errors
+from vmplane.clouds.aws.session import AwsClients
+from vmplane.clouds.aws.tags import tag_list
+from vmplane.clouds.base import Context, Tagger
+from vmplane.clouds.errors import ConflictError, InvalidRequestError, NotFoundError
+from vmplane.clouds.waits import poll, retry
+
+CERT_TIMEOUT = 1800.0  # DNS validation usually takes minutes; ACM gives up after 72 h
+DELETE_TIMEOUT = 600.0
+_ACTIVE_CERT = ["PENDING_VALIDATION", "ISSUED"]
+
+
+def request(aws: AwsClients, ctx: Context) -> None:
+    lb, infra, t = ctx.spec.load_balancer, ctx.infra, ctx.tagger
+    assert lb is not None
+    if lb.certificate_arn:
+        infra.CertificateArn, infra.CertificateRequested = lb.certificate_arn, False
+        ctx.save()
+        return
+    arn = _find_job_certificate(aws, t, lb.domain)
+    verb = "found" if arn else "requested"
+    if arn is None:
+        # One token per request, saved first: a retry after a crash returns the same certificate, while
+        # a new request after a detach (whose certificate was deleted) gets a new one.
+        if not infra.CertificateRequestToken:
+            infra.CertificateRequestToken = secrets.token_hex(16)
+        infra.CertificateRequested = True
+        ctx.save()
+        arn = aws_call(
+            aws.acm.request_certificate,
+            DomainName=lb.domain,
+            ValidationMethod="DNS",
+            IdempotencyToken=infra.CertificateRequestToken,
+            Tags=tag_list(t.tags("certificate", lb.domain)),
+        )["CertificateArn"]
+    infra.CertificateArn, infra.CertificateRequested = arn, True
+    ctx.save()
+    if infra.HostedZoneID:
+        _write_validation_record(aws, ctx, arn)
+    ctx.log(f"certificate {arn} {verb} for {lb.domain} (DNS validation)")
+
+
+def _find_job_certificate(aws: AwsClients, t: Tagger, domain: str) -> str | None:
+    with aws_errors():
+        pages = aws.acm.get_paginator("list_certificates").paginate(CertificateStatuses=_ACTIVE_CERT)
+        for page in pages:
+            for cert in page["CertificateSummaryList"]:
+                if cert.get("DomainName") != domain:
+                    continue
+                tags = aws.acm.list_tags_for_certificate(CertificateArn=cert["CertificateArn"]).get("Tags", [])
+                if any(x["Key"] == t.job_key and x.get("Value") == t.job_id for x in tags):
+                    return str(cert["CertificateArn"])
+    return None
+
+
+def _write_validation_record(aws: AwsClients, ctx: Context, arn: str) -> None:
+    def record() -> dict[str, str] | None:
+        cert = aws_call(aws.acm.describe_certificate, CertificateArn=arn)["Certificate"]
+        options = cert.get("DomainValidationOptions", [])
+        rr = options[0].get("ResourceRecord") if options else None
+        return dict(rr) if rr else None  # ACM fills the record in a few seconds after the request
+
+    rr = poll(record, what="the certificate's DNS validation record", timeout=dns.DNS_TIMEOUT, first=0.05)
+    zone = ctx.infra.HostedZoneID
+    assert zone is not None
+    dns.upsert(
+        aws,
+        ctx,
+        zone,
+        {"Name": rr["Name"], "Type": rr["Type"], "TTL": 300, "ResourceRecords": [{"Value": rr["Value"]}]},
+    )
+
+
+def wait_issued(aws: AwsClients, arn: str) -> None:
+    def issued() -> bool | None:
+        status = aws_call(aws.acm.describe_certificate, CertificateArn=arn)["Certificate"]["Status"]
+        if status in ("FAILED", "VALIDATION_TIMED_OUT", "REVOKED", "EXPIRED", "INACTIVE"):
+            raise InvalidRequestError(f"certificate {arn} is {status}; check its DNS validation record")
+        return True if status == "ISSUED" else None
+
+    poll(issued, what=f"certificate {arn} to be issued (DNS validation)", timeout=CERT_TIMEOUT, first=0.1, cap=15)
+
+
+def delete_job_certificates(aws: AwsClients, ctx: Context) -> None:
+    infra = ctx.infra
+    arns = {a for a, _ in job_certificates(aws, ctx.tagger)}
+    if infra.CertificateArn and infra.CertificateRequested:
+        arns.add(infra.CertificateArn)
+    for arn in sorted(arns):
+
+        def delete(a: str = arn) -> None:
+            with contextlib.suppress(NotFoundError):
+                aws_call(aws.acm.delete_certificate, CertificateArn=a)
+
+        # ACM says "in use" for a while after the listener that used it is gone.
+        retry(delete, what=f"delete certificate {arn}", timeout=DELETE_TIMEOUT, retry_on=(ConflictError,))
+    infra.CertificateArn, infra.CertificateRequested, infra.CertificateRequestToken = None, False, None
+    ctx.save()
+
+
+def job_certificates(aws: AwsClients, t: Tagger) -> list[tuple[str, list[dict[str, str]]]]:
+    out: list[tuple[str, list[dict[str, str]]]] = []
+    with aws_errors():
+        for page in aws.acm.get_paginator("list_certificates").paginate():
+            for cert in page["CertificateSummaryList"]:
+                tags = aws.acm.list_tags_for_certificate(CertificateArn=cert["CertificateArn"]).get("Tags", [])
+                if any(x["Key"] == t.job_key and x.get("Value") == t.job_id for x in tags):
+                    out.append((str(cert["CertificateArn"]), tags))
+    return out
