@@ -163,3 +163,17 @@ def test_an_asg_pool_is_rotated_by_an_instance_refresh_request(aws, spec):
         notes = rotation.rotate_pool(driver.aws, ctx, "web")
     assert "does not support instance refresh" in notes[0] and "2 VMs" in notes[0]
     assert len(ctx.infra.outdated_vms()) == 2
+
+
+def test_a_pinned_group_launches_from_its_version_and_a_refresh_moves_it_on(aws, spec):
+    pools = {"web": {"mode": "asg", "min": 1, "max": 2, "desired": 1, "pinTemplateVersion": True}}
+    driver, ctx = _provision(spec, pools=pools)
+    group = driver.aws.autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[ctx.infra.ScalingGroupID["web"]])
+    assert group["AutoScalingGroups"][0]["LaunchTemplate"]["Version"] == "1"
+    ctx = _update(ctx, {"bootstrap": {"mode": "bare"}})
+    driver.ensure_launch_templates(ctx)
+    driver.ensure_vms(ctx)
+    group = driver.aws.autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[ctx.infra.ScalingGroupID["web"]])
+    assert group["AutoScalingGroups"][0]["LaunchTemplate"]["Version"] == "1"  # not moved by the update
+    request = compute.instance_refresh_request(ctx, "web")
+    assert request["DesiredConfiguration"]["LaunchTemplate"]["Version"] == "2"

@@ -74,7 +74,13 @@ def plan_apply(settings: Settings, spec: EnvSpec, target: Target) -> ApplyPlan:
         raise JobConflictError(
             f"environment {spec.name} is being destroyed by {job.id} ({job.status}); finish that first"
         )
-    if job.status is JobStatus.succeeded or (job.status is JobStatus.failed and job.operation is not None):
+    failed_op = job.operation if job.status is JobStatus.failed and job.operation is not None else None
+    if failed_op is not None and same:
+        raise JobConflictError(
+            f"the last operation on {job.env} ({failed_op.kind}) failed: {failed_op.error}; "
+            f"`vmplane resume {job.id}` retries it, or apply a corrected file"
+        )
+    if job.status is JobStatus.succeeded or failed_op is not None:
         if same:
             return ApplyPlan(Decision.no_changes, Plan("none", spec.name, target.describe(), []), job)
         return plan_update(spec, target, job)

@@ -54,6 +54,7 @@ RULES: list[tuple[str, Impact]] = [
     ("pools.*.max", Impact.cloud),
     ("pools.*.desired", Impact.cloud),
     ("pools.*.targetCpuPercent", Impact.cloud),
+    ("pools.*.pinTemplateVersion", Impact.cloud),
     ("pools.*", Impact.cloud),  # a pool added or removed
     ("bootstrap.mode", Impact.vm),  # rendered into user-data
     ("bootstrap.timeoutSeconds", Impact.cloud),

@@ -151,6 +151,11 @@ class AsgPool(PoolBase):
     min: int = Field(ge=0, le=1000)
     max: int = Field(ge=1, le=1000)
     desired: int = Field(ge=0, le=1000)
+    pin_template_version: bool = Field(
+        default=False,
+        description="Launch from the template version current at apply time instead of $Latest; a new "
+        "version then reaches the group only through `vmplane rotate`.",
+    )
     target_cpu_percent: float | None = Field(
         default=None,
         gt=0,

@@ -341,8 +341,12 @@ def _ensure_asg_pool(aws: AwsClients, ctx: Context, pool_name: str, pool: AsgPoo
             asg.create_auto_scaling_group,
             AutoScalingGroupName=name,
             # $Latest: a new template version applies to instances launched from now on; running ones are
-            # replaced only by `vmplane rotate` (an instance refresh), never silently.
-            LaunchTemplate={"LaunchTemplateId": infra.LaunchTemplateID[pool_name], "Version": "$Latest"},
+            # replaced only by `vmplane rotate` (an instance refresh), never silently. Pinned: even new
+            # instances keep the version until a rotate moves the group on.
+            LaunchTemplate={
+                "LaunchTemplateId": infra.LaunchTemplateID[pool_name],
+                "Version": group_version(ctx, pool_name),
+            },
             MinSize=pool.min,
             MaxSize=pool.max,
             DesiredCapacity=pool.desired,
@@ -372,6 +376,13 @@ def _ensure_asg_pool(aws: AwsClients, ctx: Context, pool_name: str, pool: AsgPoo
 
 
 TARGET_TRACKING_POLICY = "vmplane-cpu-target"
+
+
+def group_version(ctx: Context, pool_name: str) -> str:
+    pool = ctx.spec.pools[pool_name]
+    if isinstance(pool, AsgPool) and pool.pin_template_version:
+        return str(ctx.infra.LaunchTemplateVersion[pool_name])
+    return "$Latest"
 
 
 def _ensure_scaling_policy(aws: AwsClients, group: str, pool: AsgPool) -> None:
@@ -466,8 +477,12 @@ def instance_refresh_request(ctx: Context, pool_name: str) -> dict[str, Any]:
     return {
         "AutoScalingGroupName": infra.ScalingGroupID[pool_name],
         "Strategy": "Rolling",
+        # On success the group takes this configuration (a pinned group moves to the current version).
         "DesiredConfiguration": {
-            "LaunchTemplate": {"LaunchTemplateId": infra.LaunchTemplateID[pool_name], "Version": "$Latest"}
+            "LaunchTemplate": {
+                "LaunchTemplateId": infra.LaunchTemplateID[pool_name],
+                "Version": group_version(ctx, pool_name),
+            }
         },
         "Preferences": {
             "MinHealthyPercentage": 100,  # launch before terminate: the pool never drops below its size

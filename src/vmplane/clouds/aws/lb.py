@@ -211,7 +211,10 @@ def ensure_target_group(aws: AwsClients, ctx: Context) -> None:
     for pool_name, group in sorted(infra.ScalingGroupID.items()):
         _attach_group(aws, group, arn)
         ctx.log(f"auto scaling group {group} ({pool_name}) registers its instances with {name}")
-    ctx.log(f"target group {name}: HTTP:{lb.target_port}, health GET {hc.path} on {hc.port}; {len(fixed)} VMs")
+    ctx.log(
+        f"target group {name}: HTTP:{lb.target_port}, health GET {hc.path} on {hc.port}; "
+        f"{len(fixed)} Fixed-pool VMs registered"
+    )
 
 
 def _fixed_pools(ctx: Context) -> set[str]:
