@@ -42,20 +42,8 @@ def resource_name(ctx: Context, suffix: str) -> str:
 def ensure_security_group(aws: AwsClients, ctx: Context) -> str:
     """The VM group: the configured TCP ports from inside the VPC only, and with a load balancer its
     target and health-check ports from the LB's group only. Never 22, never 0.0.0.0/0."""
-    ec2, infra, t = aws.ec2, ctx.infra, ctx.tagger
-    found = find_tagged(ec2.describe_security_groups, "SecurityGroups", job_filters(t, "vm-sg"))
-    if found:
-        sg = found[0]
-    else:
-        name = resource_name(ctx, "vm")
-        gid = aws_call(
-            ec2.create_security_group,
-            GroupName=name,
-            Description=f"vmplane VMs of {ctx.spec.org}/{ctx.spec.name}: VPC-internal ingress only",
-            VpcId=infra.VpcID,
-            TagSpecifications=tag_spec("security-group", t.tags("vm-sg", name)),
-        )["GroupId"]
-        sg = {"GroupId": gid, "IpPermissions": []}
+    ec2, infra = aws.ec2, ctx.infra
+    sg = find_or_create_group(aws, ctx, "vm-sg", "vm", "VPC-internal ingress only")
     infra.VMSecurityGroupID = sg["GroupId"]
     ctx.save()
 
@@ -92,6 +80,22 @@ def ensure_security_group(aws: AwsClients, ctx: Context) -> str:
         aws_call(ec2.revoke_security_group_ingress, GroupId=sg["GroupId"], IpPermissions=stale)
     ctx.log(f"vm security group {sg['GroupId']}: " + ", ".join(f"tcp/{p} from {s}" for p, s in sorted(desired)))
     return str(sg["GroupId"])
+
+
+def find_or_create_group(aws: AwsClients, ctx: Context, role: str, suffix: str, purpose: str) -> dict[str, Any]:
+    """The job's security group with `role`, found by tag or created in the VPC; returns it as described."""
+    found = find_tagged(aws.ec2.describe_security_groups, "SecurityGroups", job_filters(ctx.tagger, role))
+    if found:
+        return found[0]
+    name = resource_name(ctx, suffix)
+    gid = aws_call(
+        aws.ec2.create_security_group,
+        GroupName=name,
+        Description=f"vmplane {suffix} of {ctx.spec.org}/{ctx.spec.name}: {purpose}",
+        VpcId=ctx.infra.VpcID,
+        TagSpecifications=tag_spec("security-group", ctx.tagger.tags(role, name)),
+    )["GroupId"]
+    return {"GroupId": gid, "IpPermissions": []}
 
 
 Source = tuple[int, str]  # (port, CIDR or security group id)

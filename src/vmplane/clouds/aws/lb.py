@@ -16,7 +16,7 @@ from typing import Any
 from vmplane.clouds.aws import certs, compute, dns
 from vmplane.clouds.aws.errors import aws_call, aws_errors
 from vmplane.clouds.aws.session import AwsClients
-from vmplane.clouds.aws.tags import find_tagged, job_filters, tag_list, tag_spec
+from vmplane.clouds.aws.tags import find_tagged, job_filters, tag_list
 from vmplane.clouds.aws.targets import DRAIN_SECONDS
 from vmplane.clouds.base import Context, Tagger
 from vmplane.clouds.errors import (
@@ -119,20 +119,9 @@ def _describe_lb(aws: AwsClients, name: str) -> dict[str, Any] | None:
 
 
 def _ensure_lb_security_group(aws: AwsClients, ctx: Context) -> None:
-    ec2, infra, t = aws.ec2, ctx.infra, ctx.tagger
-    found = find_tagged(ec2.describe_security_groups, "SecurityGroups", job_filters(t, "lb-sg"))
-    if found:
-        gid, perms = found[0]["GroupId"], found[0].get("IpPermissions", [])
-    else:
-        name = compute.resource_name(ctx, "lb")
-        gid = aws_call(
-            ec2.create_security_group,
-            GroupName=name,
-            Description=f"vmplane load balancer of {ctx.spec.org}/{ctx.spec.name}: HTTPS and HTTP from anywhere",
-            VpcId=infra.VpcID,
-            TagSpecifications=tag_spec("security-group", t.tags("lb-sg", name)),
-        )["GroupId"]
-        perms = []
+    ec2, infra = aws.ec2, ctx.infra
+    group = compute.find_or_create_group(aws, ctx, "lb-sg", "lb", "HTTPS and HTTP from anywhere")
+    gid, perms = group["GroupId"], group.get("IpPermissions", [])
     infra.LoadBalancerSecurityGroupID = gid
     ctx.save()
     have = {
