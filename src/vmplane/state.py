@@ -35,6 +35,7 @@ class VMRecord(StateModel):
     SubnetID: str | None = None
     LaunchTemplateVersion: int | None = None
     State: VMState = VMState.pending
+    RuntimeHash: str | None = None  # the runtime settings this VM was last given (bootstrap/runtime.py)
     # A rotation in flight: the replacement launched for this record (crash-safe intent).
     ReplacementID: str | None = None
 

@@ -91,3 +91,9 @@ def test_a_pool_or_load_balancer_added_whole_is_one_change(spec):
 
 def test_no_change_no_diff(spec):
     assert diff(spec_json(spec), spec_json(spec)) == []
+
+
+def test_user_chosen_keys_are_matched_whole_and_shown_in_brackets(spec):
+    edited = variant(spec, runtime={"files": {"/etc/app.d/x.conf": "a"}}, tags={"cost.center": "1"})
+    changes = {c.path: c.impact for c in diff(spec_json(spec), spec_json(edited))}
+    assert changes == {'runtime.files["/etc/app.d/x.conf"]': Impact.runtime, 'tags["cost.center"]': Impact.cloud}

@@ -122,6 +122,10 @@ def test_a_changed_file_is_an_update_unless_something_cannot_change_in_place(url
     assert ap.plan.summary == "Update: 1 cloud, 1 vm change(s)."
     refused = ops.plan_update(variant(spec, network={"cidr": "10.9.0.0/16"}, runtime={"env": {"A": "1"}}), TARGET, job)
     assert refused.decision is Decision.refused
-    assert [r.split(":")[0] for r in refused.refusals] == ["network.cidr", "runtime.env.A"]
+    assert [r.split(":")[0] for r in refused.refusals] == ["network.cidr"]
+    # Runtime only: pushed through the exec channel, no other step runs.
+    runtime = ops.plan_update(variant(spec, runtime={"env": {"A": "1"}}), TARGET, job)
+    assert runtime.decision is Decision.update
+    assert runtime.plan.steps == ["stepPushRuntime", "stepRegisterSpace"]
     added_lb = ops.plan_update(variant(spec, loadBalancer={"domain": "a.example.test"}), TARGET, job)
     assert added_lb.refusals == ["loadBalancer: use `vmplane lb attach demo-fixed` to attach the load balancer"]

@@ -100,8 +100,6 @@ def plan_update(spec: EnvSpec, target: Target, job: JobView) -> ApplyPlan:
     for c in changes:
         if c.impact is Impact.identity:
             refusals.append(f"{c.path}: {CONSEQUENCE[c.impact]}")
-        elif c.impact is Impact.runtime and c.path != "$schema":
-            refusals.append(f"{c.path}: runtime settings are not pushed to running VMs yet (issue 4)")
         elif c.path == "loadBalancer":
             verb = "attach" if c.new is not None else "detach"
             refusals.append(f"loadBalancer: use `vmplane lb {verb} {spec.name}` to {verb} the load balancer")
@@ -109,7 +107,10 @@ def plan_update(spec: EnvSpec, target: Target, job: JobView) -> ApplyPlan:
             refusals.append(f"{c.path}: removing a pool in place is not supported; set its size to 0 or destroy")
     if job.target != target:
         refusals.append(f"the job runs on {job.target.describe()}, not {target.describe()}")
-    steps = provision_steps(spec)
+    if changes and all(c.impact is Impact.runtime for c in changes):
+        steps = ["stepPushRuntime", "stepRegisterSpace"]  # nothing else to reconcile
+    else:
+        steps = provision_steps(spec)  # stepFinalize pushes runtime changes among the others
     if any(c.path == "tags" or c.path.startswith("tags.") for c in changes):
         steps.insert(steps.index("stepRegisterSpace"), "stepUpdateTags")
     counts = Counter(c.impact.value for c in changes)

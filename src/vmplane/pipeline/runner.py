@@ -20,6 +20,7 @@ from vmplane.clouds.registry import driver_for
 from vmplane.jobs import service as jobs
 from vmplane.jobs.service import JobStatus, JobView, Phase, StepStatus
 from vmplane.pipeline.plan import waves
+from vmplane.pipeline.runtime_push import RuntimePushError, push_runtime
 from vmplane.spec.models import BootstrapMode
 from vmplane.state import VMState
 from vmplane.store.db import transaction
@@ -76,6 +77,7 @@ def _finalize(driver: CloudDriver, ctx: Context, job: JobView) -> None:
     if job.target.sandbox:
         ctx.log("sandbox: the emulator does not run commands, so the sentinel check proves the request only")
     ctx.log(f"{len(infra.VMs)} VMs, BootstrapNginxReady={infra.BootstrapNginxReady}")
+    push_runtime(driver, ctx, sandbox=job.target.sandbox)
     _note_outdated(ctx)
 
 
@@ -100,6 +102,7 @@ def _scale(driver: CloudDriver, ctx: Context, job: JobView) -> None:
     driver.ensure_vms(ctx)
     if ctx.infra.TargetGroupArn:
         driver.ensure_target_group(ctx)  # registers new Fixed-pool VMs
+    push_runtime(driver, ctx, sandbox=job.target.sandbox)  # new VMs get the runtime settings
 
 
 def _rotate(driver: CloudDriver, ctx: Context, job: JobView) -> None:
@@ -107,6 +110,7 @@ def _rotate(driver: CloudDriver, ctx: Context, job: JobView) -> None:
     wanted = op.params.get("pool") if op else None
     for pool in [wanted] if wanted else sorted(ctx.spec.pools):
         ctx.notes.extend(driver.rotate_pool(ctx, pool))
+    push_runtime(driver, ctx, sandbox=job.target.sandbox)  # replacements get the runtime settings
     _note_outdated(ctx)
 
 
@@ -142,6 +146,7 @@ STEPS: dict[str, StepFn] = {
     "stepScalePool": _scale,
     "stepUpdateTags": lambda d, c, j: d.update_tags(c),
     "stepRotateVMs": _rotate,
+    "stepPushRuntime": lambda d, c, j: push_runtime(d, c, sandbox=j.target.sandbox),
 }
 
 
@@ -225,7 +230,7 @@ def run_wave(job_id: str, names: list[str], phase: Phase) -> None:
 def _describe(err: BaseException) -> str:
     from vmplane.clouds.errors import CloudError
 
-    if isinstance(err, CloudError | StepFailedError):
+    if isinstance(err, CloudError | StepFailedError | RuntimePushError):
         return str(err)
     return f"{type(err).__name__}: {err}"
 

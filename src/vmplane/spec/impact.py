@@ -11,6 +11,7 @@ Every field path of the spec has one impact class, decided by where its value en
 from __future__ import annotations
 
 import fnmatch
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -88,20 +89,31 @@ class Change:
         return {"path": self.path, "old": self.old, "new": self.new, "impact": self.impact.value}
 
 
-def diff(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> list[Change]:
+# Objects whose keys the user chooses (pool names, tag keys, variable names, file paths): their keys are
+# matched as `*`, and shown in brackets where they are not plain words.
+USER_KEYED = {"pools", "tags", "runtime.env", "runtime.files"}
+
+
+def diff(old: dict[str, Any], new: dict[str, Any], prefix: str = "", pattern: str = "") -> list[Change]:
     """Changed leaves between two spec documents (as `spec_json` writes them), with their impact.
     An object added or removed as a whole (a pool, a tag, the load balancer) is one change."""
     out: list[Change] = []
+    user_keyed = pattern in USER_KEYED
     for key in sorted(set(old) | set(new)):
-        path = f"{prefix}.{key}" if prefix else key
+        shown = key if _WORD.fullmatch(key) else f'["{key}"]'
+        path = f"{prefix}{'' if shown.startswith('[') or not prefix else '.'}{shown}"
+        sub_pattern = f"{pattern}.{'*' if user_keyed else key}" if pattern else key
         a, b = old.get(key), new.get(key)
         if a == b:
             continue
         if isinstance(a, dict) and isinstance(b, dict):
-            out.extend(diff(a, b, path))
+            out.extend(diff(a, b, path, sub_pattern))
             continue
-        impact = classify(path)
+        impact = classify(sub_pattern)
         if impact is None:
             raise KeyError(f"no impact class for {path}")
         out.append(Change(path, a, b, impact))
     return out
+
+
+_WORD = re.compile(r"[A-Za-z0-9_$-]+")

@@ -194,9 +194,11 @@ class Runtime(SpecModel):
     @field_validator("env")
     @classmethod
     def _env_names(cls, v: dict[str, str]) -> dict[str, str]:
-        for k in v:
+        for k, val in v.items():
             if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k):
                 raise ValueError(f"{k!r} is not a valid environment variable name")
+            if "\n" in val or "\r" in val:
+                raise ValueError(f"{k}: values are one line (the env file holds one KEY=value per line)")
         return v
 
     @field_validator("files")

@@ -1,0 +1,51 @@
+"""Deliver the spec's runtime settings to running VMs through the exec channel (any cloud).
+
+Only VMs whose recorded `RuntimeHash` differs get the script, so re-running a step (a resumed job, a
+scale-out, a replacement VM) pushes exactly where it is missing.
+"""
+
+from __future__ import annotations
+
+from vmplane.bootstrap.runtime import render_push_script, runtime_hash
+from vmplane.clouds.base import CloudDriver, Context
+from vmplane.clouds.errors import InvalidRequestError
+from vmplane.state import VMState
+
+MAX_SCRIPT_BYTES = 48 * 1024  # SSM Run Command parameters are limited; files this large belong in an image
+PUSH_TIMEOUT = 300.0
+
+
+class RuntimePushError(RuntimeError):
+    pass
+
+
+def push_runtime(driver: CloudDriver, ctx: Context, *, sandbox: bool) -> int:
+    """Push to every ready VM that lacks the current settings; returns how many got them."""
+    want = runtime_hash(ctx.spec)
+    stale = [v for v in ctx.infra.VMs if v.ID and v.State is VMState.ready and v.RuntimeHash != want]
+    if not stale:
+        ctx.log("runtime settings: every VM is up to date")
+        return 0
+    script = render_push_script(ctx.spec)
+    if len(script.encode()) > MAX_SCRIPT_BYTES:
+        raise InvalidRequestError(
+            f"runtime: the settings make a {len(script.encode()) // 1024} KB script, more than the exec channel's "
+            f"{MAX_SCRIPT_BYTES // 1024} KB; ship large files in the image or fetch them at boot"
+        )
+    results = {r.instance_id: r for r in driver.run_command([str(v.ID) for v in stale], [script], PUSH_TIMEOUT)}
+    failed = []
+    for vm in stale:
+        result = results.get(str(vm.ID))
+        if result is not None and result.ok:
+            vm.RuntimeHash = want
+        else:
+            detail = (result.stderr.strip().splitlines() or [result.status])[-1] if result else "no result"
+            failed.append(f"{vm.Name}: {detail}")
+    ctx.save()
+    if failed:
+        raise RuntimePushError(f"runtime push failed on {len(failed)} VMs: " + "; ".join(failed))
+    what = f"{len(ctx.spec.runtime.env)} env vars, {len(ctx.spec.runtime.files)} files"
+    ctx.log(f"runtime settings ({what}) pushed to {len(stale)} VMs through the exec channel")
+    if sandbox:
+        ctx.log("sandbox: the emulator records the push command but does not run it")
+    return len(stale)
