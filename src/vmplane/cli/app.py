@@ -426,6 +426,66 @@ def exec_cmd(
     raise typer.Exit(result.exit_code if result.exit_code > 0 else (EXIT_OK if result.ok else EXIT_FAILED))
 
 
+# ---- OpenTofu/Terraform -----------------------------------------------------------------------
+
+tf_app = typer.Typer(
+    help="The environment as an OpenTofu/Terraform stack, its files split by the impact of a change.",
+    no_args_is_help=True,
+)
+app.add_typer(tf_app, name="tf")
+OutDirOpt = Annotated[
+    Path | None, typer.Option("--out", "-o", help="Directory for the stack (default: the file's directory).")
+]
+# `-o` is the stack directory here (`tf generate -f FILE -o DIR`); the format is `--output` only.
+TfOutputOpt = Annotated[str, typer.Option("--output", help="text or json (one JSON object on stdout).")]
+TfSandboxOpt = Annotated[
+    bool, typer.Option("--sandbox", help="Also write vmplane.env.sandbox_override.tf pointing at the sandbox.")
+]
+
+
+def _tf_write(file: Path, out: Path | None, sandbox: bool, output: str, *, upgrade: bool) -> None:
+    from vmplane.cli.render import print_json
+    from vmplane.tf.generate import PREFIX, GenerateError, generate, is_managed, write
+
+    json_output = _json(output)
+    spec = _load(file)
+    out_dir = out if out is not None else file.parent
+    if upgrade and not any(is_managed(p) for p in out_dir.glob(f"{PREFIX}*.tf")):
+        _die(f"{out_dir} has no vmplane-managed files to upgrade; run `vmplane tf generate` first", EXIT_USAGE)
+    endpoint = f"http://127.0.0.1:{_settings().sandbox_port}" if sandbox else None
+    try:
+        result = write(generate(spec, endpoint), out_dir)
+    except GenerateError as err:
+        _die(str(err), EXIT_USAGE)
+    if json_output:
+        print_json({"dir": str(out_dir), **result.__dict__})
+        return
+    for name in result.written:
+        typer.echo(f"wrote {out_dir / name}")
+    for name in result.removed:
+        typer.echo(f"removed {out_dir / name} (no longer generated)")
+    typer.echo(
+        f"{len(result.written)} written, {len(result.unchanged)} unchanged, {len(result.removed)} removed; "
+        "files vmplane did not write were left alone"
+    )
+
+
+@tf_app.command("generate")
+def tf_generate(
+    file: FileOpt, out: OutDirOpt = None, sandbox: TfSandboxOpt = False, output: TfOutputOpt = "text"
+) -> None:
+    """Write the managed vmplane.env.*.tf files (and the editor schema) for FILE."""
+    _tf_write(file, out, sandbox, output, upgrade=False)
+
+
+@tf_app.command("upgrade")
+def tf_upgrade(
+    file: FileOpt, out: OutDirOpt = None, sandbox: TfSandboxOpt = False, output: TfOutputOpt = "text"
+) -> None:
+    """Regenerate an existing stack's managed files with this vmplane; your own files stay untouched."""
+    _tf_write(file, out, sandbox, output, upgrade=True)
+
+
 # ---- operations on a provisioned environment (vmOp) -----------------------------------------------
 
 lb_app = typer.Typer(

@@ -1,0 +1,76 @@
+"""The spec's values as Terraform locals, one file per impact class.
+
+Every leaf of the spec goes to the inputs file of its impact class (spec/impact.py), so a change to one
+field changes exactly one inputs file and the file name says what applying it does:
+`inputs.runtime.tf` (pushed to VMs), `inputs.vm.tf` (a new template version), `inputs.infra.tf` (cloud
+resources in place, and the identity values that cannot change in place). `main.tf` reads them as
+`local.runtime.…`, `local.vm.…`, `local.cloud.…` and `local.identity.…`, keeping the spec's own names.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vmplane.bootstrap.cloudinit import render_user_data
+from vmplane.spec.impact import USER_KEYED, Impact, classify
+from vmplane.spec.models import EnvSpec
+from vmplane.tf.hcl import Block, Comment, Heredoc, Item
+
+SKIP = {"$schema"}  # editor hint: no effect on any resource
+
+
+def split(spec_doc: dict[str, Any]) -> dict[Impact, dict[str, Any]]:
+    """The spec document's leaves, nested as in the spec, grouped by impact class."""
+    out: dict[Impact, dict[str, Any]] = {i: {} for i in Impact}
+
+    def walk(node: dict[str, Any], path: list[str], pattern: str) -> None:
+        for key in sorted(node):
+            if not path and key in SKIP:
+                continue
+            value = node[key]
+            sub = f"{pattern}.{'*' if pattern in USER_KEYED else key}" if pattern else key
+            if isinstance(value, dict) and value:
+                walk(value, [*path, key], sub)
+                continue
+            impact = classify(sub)
+            if impact is None:
+                raise KeyError(f"no impact class for {'.'.join([*path, key])}")
+            target = out[impact]
+            for part in path:
+                target = target.setdefault(part, {})
+            target[key] = value
+
+    walk(spec_doc, [], "")
+    return out
+
+
+def input_files(spec: EnvSpec, spec_doc: dict[str, Any]) -> dict[str, list[Item]]:
+    groups = split(spec_doc)
+    vm = dict(groups[Impact.vm])
+    # The rendered user-data is a VM input too: it is what a pool's VMs boot with.
+    vm["userData"] = {pool: Heredoc(render_user_data(spec, pool), "USERDATA") for pool in sorted(spec.pools)}
+    return {
+        "inputs.runtime.tf": [
+            Comment(
+                "Runtime inputs: changing these pushes files and variables to the running VMs through the\n"
+                "exec channel (vmplane), without replacing any VM. Kept in SSM Parameter Store by this stack."
+            ),
+            Block("locals").attr("runtime", groups[Impact.runtime].get("runtime", {})),
+        ],
+        "inputs.vm.tf": [
+            Comment(
+                "VM inputs: changing these makes a new launch template version. Running VMs are not replaced\n"
+                "by `terraform apply`; replace them one at a time (vmplane rotate, or -replace per instance)."
+            ),
+            Block("locals").attr("vm", vm),
+        ],
+        "inputs.infra.tf": [
+            Comment("Cloud inputs: changing these updates cloud resources in place."),
+            Block("locals").attr("cloud", groups[Impact.cloud]),
+            Comment(
+                "Identity: NOT changeable in place. A change here means destroying the environment and\n"
+                "creating it again; terraform would replace the network and everything in it."
+            ),
+            Block("locals").attr("identity", groups[Impact.identity]),
+        ],
+    }
