@@ -85,6 +85,8 @@ def test_the_four_steps_build_the_seed_shape(aws, spec, zone):
     assert sorted(z["SubnetId"] for z in alb["AvailabilityZones"]) == sorted(infra.PublicSubnetIDs)
     assert alb["SecurityGroups"] == [infra.LoadBalancerSecurityGroupID]
     assert infra.LoadBalancerSecurityGroupID != infra.VMSecurityGroupID
+    attrs = aws.elbv2.describe_load_balancer_attributes(LoadBalancerArn=alb["LoadBalancerArn"])["Attributes"]
+    assert {"Key": "routing.http.drop_invalid_header_fields.enabled", "Value": "true"} in attrs
     tags = {
         t["Key"]: t["Value"]
         for t in aws.elbv2.describe_tags(ResourceArns=[alb["LoadBalancerArn"]])["TagDescriptions"][0]["Tags"]

@@ -377,3 +377,10 @@ def test_existing_vpc_with_a_public_ip_subnet_is_refused(aws, spec, existing):
     adopted = variant(spec, network={"existingVpcId": vpc, "existingPrivateSubnetIds": subnets})
     with pytest.raises(InvalidRequestError, match=f"{subnets[1]} assign public IPs"):
         network.ensure_network(aws, make_ctx(adopted))
+
+
+def test_the_vpcs_default_security_group_is_emptied(aws, built):
+    f = [{"Name": "vpc-id", "Values": [built.infra.VpcID]}, {"Name": "group-name", "Values": ["default"]}]
+    group = aws.ec2.describe_security_groups(Filters=f)["SecurityGroups"][0]
+    assert group["IpPermissions"] == [] and group["IpPermissionsEgress"] == []
+    assert tags_of(group)["zop:jobId"] == JOB_ID

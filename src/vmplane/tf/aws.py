@@ -42,7 +42,7 @@ def main_tf(spec: EnvSpec) -> list[Item]:
     items.append(
         Block("resource", ["aws_ssm_parameter", "runtime"])
         .attr("name", E('"/vmplane/${local.identity.org}/${local.identity.name}/runtime"'))
-        .attr("type", "String")
+        .attr("type", "SecureString")  # runtime values may be secrets
         .attr("value", E("jsonencode(local.runtime)"))
         .attr("tags", _tags("runtime", '"${local.identity.name}-runtime"'))
     )
@@ -167,13 +167,12 @@ def _az_data() -> Block:
 
 def _vpc_defaults() -> list[Item]:
     """AWS's own main route table, default group and default ACL, adopted to carry the tags (as the
-    direct pipeline tags them), with AWS's default rules kept."""
+    direct pipeline tags them). The ACL keeps AWS's allow-all rules; the default group gets none."""
     defaults_tags = _tags("vpc-default", '"${local.identity.name}-default"')
     rt = Block("resource", ["aws_default_route_table", "this"])
     rt.attr("default_route_table_id", E("aws_vpc.this.default_route_table_id")).attr("tags", defaults_tags)
+    # No rules: nothing may use the default group (the direct pipeline empties it too).
     sg = Block("resource", ["aws_default_security_group", "this"]).attr("vpc_id", E("aws_vpc.this.id"))
-    sg.block("ingress").attr("protocol", -1).attr("self", True).attr("from_port", 0).attr("to_port", 0)
-    sg.block("egress").attr("protocol", "-1").attr("from_port", 0).attr("to_port", 0).attr("cidr_blocks", ["0.0.0.0/0"])
     sg.attr("tags", defaults_tags)
     acl = Block("resource", ["aws_default_network_acl", "this"])
     acl.attr("default_network_acl_id", E("aws_vpc.this.default_network_acl_id"))
@@ -247,6 +246,7 @@ def _compute(spec: EnvSpec) -> list[Item]:
     lt.attr("vpc_security_group_ids", E("[aws_security_group.vm.id]"))
     lt.attr("update_default_version", True)
     lt.block("iam_instance_profile").attr("arn", E("aws_iam_instance_profile.vm.arn"))
+    lt.comment("checkov:skip=CKV_AWS_341:hop limit 2 lets containers on the Docker bridge reach IMDSv2")
     meta = lt.block("metadata_options")
     meta.attr("http_tokens", "required").attr("http_endpoint", "enabled").attr("http_put_response_hop_limit", 2)
     ebs = lt.block("block_device_mappings").attr("device_name", E("local.root_devices[each.key]")).block("ebs")
@@ -263,16 +263,23 @@ def _compute(spec: EnvSpec) -> list[Item]:
         inst.attr("for_each", E("local.fixed_vms"))
         inst.attr("subnet_id", E("aws_subnet.private[each.value.index % local.zones].id"))
         inst.attr("associate_public_ip_address", False)
+        inst.attr("iam_instance_profile", E("aws_iam_instance_profile.vm.name"))
         tmpl = inst.block("launch_template")
         tmpl.attr("id", E("aws_launch_template.pool[each.value.pool].id"))
         tmpl.attr("version", E("aws_launch_template.pool[each.value.pool].latest_version"))
+        # The template's settings, stated on the instance too so policy checks see them.
+        meta = inst.block("metadata_options")
+        meta.attr("http_tokens", "required").attr("http_endpoint", "enabled").attr("http_put_response_hop_limit", 2)
+        root = inst.block("root_block_device")
+        root.attr("volume_size", E("local.vm.pools[each.value.pool].diskGb")).attr("volume_type", "gp3")
+        root.attr("encrypted", True).attr("delete_on_termination", True)
         inst.attr("tags", _tags("vm", "each.key"))
         inst.attr("volume_tags", E('merge(local.tags, { (local.role_key) = "volume", Name = "${each.key}-root" })'))
         inst.comment(
             "A new template version does not replace running VMs: replace them one at a time with\n"
             "`vmplane rotate`, or `terraform apply -replace='aws_instance.vm[\"NAME\"]'` per VM."
         )
-        inst.block("lifecycle").attr("ignore_changes", E("[launch_template, user_data, ami]"))
+        inst.block("lifecycle").attr("ignore_changes", E("[launch_template, user_data, ami, root_block_device]"))
         out.append(inst)
         if lb:
             out.append(
@@ -365,6 +372,7 @@ def _load_balancer(spec: EnvSpec) -> list[Item]:
     out.append(sg)
     out.append(
         Block("resource", ["aws_vpc_security_group_ingress_rule", "lb"])
+        .comment("checkov:skip=CKV_AWS_260:port 80 on the LB only answers with a redirect to HTTPS")
         .attr("for_each", E('toset(["80", "443"])'))
         .attr("security_group_id", E("aws_security_group.lb.id"))
         .attr("ip_protocol", "tcp")
@@ -385,6 +393,7 @@ def _load_balancer(spec: EnvSpec) -> list[Item]:
         .attr("name", E("local.lb_name"))
         .attr("load_balancer_type", "application")
         .attr("internal", False)
+        .attr("drop_invalid_header_fields", True)
         .attr("subnets", E("aws_subnet.public[*].id"))
         .attr("security_groups", E("[aws_security_group.lb.id]"))
         .attr("tags", _tags("lb", "local.lb_name"))

@@ -104,6 +104,11 @@ def ensure_load_balancer(aws: AwsClients, ctx: Context) -> None:
             IpAddressType="ipv4",
             Tags=_elb_tags(t, "lb", name),
         )["LoadBalancers"][0]
+    aws_call(  # requests with malformed headers never reach the VMs
+        aws.elbv2.modify_load_balancer_attributes,
+        LoadBalancerArn=found["LoadBalancerArn"],
+        Attributes=[{"Key": "routing.http.drop_invalid_header_fields.enabled", "Value": "true"}],
+    )
     infra.LoadBalancerID = found["LoadBalancerArn"]
     infra.LoadBalancerDNSName = found["DNSName"]
     infra.LoadBalancerZoneID = found["CanonicalHostedZoneId"]

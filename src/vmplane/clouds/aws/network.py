@@ -100,12 +100,12 @@ def _tag_vpc_defaults(aws: AwsClients, ctx: Context) -> None:
             "RouteTables"
         ]
     ]
-    ids += [
-        g["GroupId"]
-        for g in aws_call(ec2.describe_security_groups, Filters=[*vpc, {"Name": "group-name", "Values": ["default"]}])[
-            "SecurityGroups"
-        ]
-    ]
+    default_groups = aws_call(
+        ec2.describe_security_groups, Filters=[*vpc, {"Name": "group-name", "Values": ["default"]}]
+    )["SecurityGroups"]
+    ids += [g["GroupId"] for g in default_groups]
+    for g in default_groups:
+        _empty_default_group(aws, g)
     ids += [
         a["NetworkAclId"]
         for a in aws_call(ec2.describe_network_acls, Filters=[*vpc, {"Name": "default", "Values": ["true"]}])[
@@ -116,6 +116,20 @@ def _tag_vpc_defaults(aws: AwsClients, ctx: Context) -> None:
         aws_call(
             ec2.create_tags, Resources=ids, Tags=tag_list(ctx.tagger.tags("vpc-default", f"{ctx.spec.name}-default"))
         )
+
+
+def _empty_default_group(aws: AwsClients, group: dict[str, object]) -> None:
+    """Nothing of vmplane's uses the VPC's default group: remove AWS's allow-all rules (CIS: the default
+    group restricts all traffic), so a resource launched into it by mistake is unreachable."""
+    gid = str(group["GroupId"])
+    for key, revoke in (
+        ("IpPermissions", aws.ec2.revoke_security_group_ingress),
+        ("IpPermissionsEgress", aws.ec2.revoke_security_group_egress),
+    ):
+        perms = group.get(key) or []
+        if perms:
+            with contextlib.suppress(NotFoundError):
+                aws_call(revoke, GroupId=gid, IpPermissions=perms)
 
 
 def _adopt_existing(aws: AwsClients, ctx: Context) -> None:
