@@ -97,3 +97,36 @@ def write_env(tmp_path: Path, name: str, org: str = "acme", example: str = "fixe
     path = tmp_path / f"{name}.jsonc"
     path.write_text(json.dumps(spec, indent=2))
     return path
+
+
+def terraform_env(tmp_path: Path) -> tuple[dict[str, str] | None, str]:
+    """An environment in which `terraform init` works offline through the provider mirror, or (None, why).
+
+    The mirror is the folder holding `registry.terraform.io` (VMPLANE_TF_MIRROR, else /opt/tf-plugins,
+    else found under / at depth 3), as ARCHITECTURE.md describes."""
+    import shutil
+
+    if not shutil.which("terraform"):
+        return None, "terraform is not on PATH"
+    candidates = [os.environ.get("VMPLANE_TF_MIRROR", ""), "/opt/tf-plugins"]
+    mirror = next((c for c in candidates if c and (Path(c) / "registry.terraform.io").is_dir()), None)
+    if mirror is None:
+        found = subprocess.run(
+            ["find", "/", "-maxdepth", "3", "-type", "d", "-name", "registry.terraform.io"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.split()
+        mirror = str(Path(found[0]).parent) if found else None
+    if mirror is None:
+        return None, "no Terraform provider mirror (a folder holding registry.terraform.io) on this machine"
+    rc = tmp_path / "terraformrc"
+    rc.write_text(
+        "provider_installation {\n"
+        f'  filesystem_mirror {{\n    path    = "{mirror}"\n    include = ["registry.terraform.io/*/*"]\n  }}\n'
+        '  direct {\n    exclude = ["registry.terraform.io/*/*"]\n  }\n'
+        "}\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "TF_"))}
+    env.update(TF_CLI_CONFIG_FILE=str(rc), TF_IN_AUTOMATION="1", CHECKPOINT_DISABLE="1")
+    return env, ""
