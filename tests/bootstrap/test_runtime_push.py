@@ -106,7 +106,9 @@ class FakeDriver:
         self.sent: list[tuple[list[str], list[str]]] = []
         self.fail = fail or set()
 
-    def run_command(self, ids: list[str], commands: list[str], timeout: float) -> list[CommandResult]:
+    def run_command(
+        self, ids: list[str], commands: list[str], timeout: float, comment: str = ""
+    ) -> list[CommandResult]:
         self.sent.append((ids, commands))
         return [
             CommandResult(i, "Failed" if i in self.fail else "Success", 1 if i in self.fail else 0, "", "disk full")

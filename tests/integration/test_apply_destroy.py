@@ -50,8 +50,11 @@ def job_resources(sb: Sandbox, job_id: str) -> dict[str, list]:
         "instances": [i for r in ec2.describe_instances(Filters=f + live)["Reservations"] for i in r["Instances"]],
         "vpcs": ec2.describe_vpcs(Filters=f)["Vpcs"],
         "subnets": ec2.describe_subnets(Filters=f)["Subnets"],
+        # Tags re-checked here: the sandbox ignores tag filters on DescribeNatGateways.
         "nat": [
-            n for n in ec2.describe_nat_gateways(Filters=f)["NatGateways"] if n["State"] in ("pending", "available")
+            n
+            for n in ec2.describe_nat_gateways(Filters=f)["NatGateways"]
+            if n["State"] in ("pending", "available") and tagged(n, job_id)
         ],
         "eips": ec2.describe_addresses(Filters=f)["Addresses"],
         "route_tables": ec2.describe_route_tables(Filters=f)["RouteTables"],

@@ -30,5 +30,7 @@ class AzureDriver:
     def leftovers(self, ctx: Context) -> list[Leftover]:
         return []
 
-    def run_command(self, instance_ids: list[str], commands: list[str], timeout: float) -> list[CommandResult]:
+    def run_command(
+        self, instance_ids: list[str], commands: list[str], timeout: float, comment: str = "vmplane exec"
+    ) -> list[CommandResult]:
         raise ProviderInvalidError(INVALID_MESSAGE, code="Invalid")

@@ -32,7 +32,10 @@ def push_runtime(driver: CloudDriver, ctx: Context, *, sandbox: bool) -> int:
             f"runtime: the settings make a {len(script.encode()) // 1024} KB script, more than the exec channel's "
             f"{MAX_SCRIPT_BYTES // 1024} KB; ship large files in the image or fetch them at boot"
         )
-    results = {r.instance_id: r for r in driver.run_command([str(v.ID) for v in stale], [script], PUSH_TIMEOUT)}
+    results = {
+        r.instance_id: r
+        for r in driver.run_command([str(v.ID) for v in stale], [script], PUSH_TIMEOUT, comment="vmplane runtime push")
+    }
     failed = []
     for vm in stale:
         result = results.get(str(vm.ID))

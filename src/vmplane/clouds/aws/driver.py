@@ -69,5 +69,7 @@ class AwsDriver:
     def leftovers(self, ctx: Context) -> list[Leftover]:
         return inventory.leftovers(self.aws, ctx)
 
-    def run_command(self, instance_ids: list[str], commands: list[str], timeout: float) -> list[CommandResult]:
-        return aws_exec.run(self.aws, instance_ids, commands, comment="vmplane exec", timeout=timeout)
+    def run_command(
+        self, instance_ids: list[str], commands: list[str], timeout: float, comment: str = "vmplane exec"
+    ) -> list[CommandResult]:
+        return aws_exec.run(self.aws, instance_ids, commands, comment=comment, timeout=timeout)
