@@ -91,3 +91,23 @@ def test_generated_stack_builds_the_same_shape_as_the_pipeline(
 
     tf(tf_env, stack, "destroy", "-auto-approve", "-input=false", "-no-color")
     assert not any(shape(sandbox, stack_id, domain).values())
+
+
+@pytest.mark.sandbox
+def test_remote_state_is_created_once_and_terraform_uses_it(cli: Cli, sandbox: Sandbox, tf_env, tmp_path: Path) -> None:
+    env_file = write_env(tmp_path, "itest-tf-state", state={"bucket": "itest-tfstate"})
+    first = cli.json("tf", "state", "init", "-f", str(env_file), "--sandbox")
+    assert first == {
+        "bucket": "itest-tfstate",
+        "key": "vmplane/acme/itest-tf-state/terraform.tfstate",
+        "region": "us-east-1",
+        "created": True,
+    }
+    again = cli.run("tf", "state", "init", "-f", str(env_file), "--sandbox")
+    assert again.returncode == 2 and "already exists" in again.stderr and "nothing was overwritten" in again.stderr
+
+    stack = tmp_path / "stack"
+    assert cli.run("tf", "generate", "-f", str(env_file), "-o", str(stack), "--sandbox").returncode == 0
+    tf(tf_env, stack, "init", "-input=false", "-no-color")
+    plan = tf(tf_env, stack, "plan", "-input=false", "-no-color", "-lock=true").stdout
+    assert "Plan:" in plan and "to add, 0 to change, 0 to destroy" in plan

@@ -486,6 +486,38 @@ def tf_upgrade(
     _tf_write(file, out, sandbox, output, upgrade=True)
 
 
+tf_state_app = typer.Typer(help="The generated stack's remote state in S3.", no_args_is_help=True)
+tf_app.add_typer(tf_state_app, name="state")
+
+
+@tf_state_app.command("init")
+def tf_state_init(file: FileOpt, sandbox: SandboxOpt = False, output: TfOutputOpt = "text") -> None:
+    """Create the S3 state object with a conditional put (If-None-Match: *): never overwrites one."""
+    from vmplane.cli.render import consoles, print_json
+    from vmplane.clouds.aws.session import AwsClients, AwsTarget
+    from vmplane.clouds.errors import CloudError
+    from vmplane.tf.state import StateExistsError, init_state
+
+    json_output = _json(output)
+    con, _ = consoles(json_output)
+    spec = _load(file)
+    if spec.state is None:
+        _die(f'{file}: add a "state": {{"bucket": ...}} block to keep the stack\'s state in S3', EXIT_USAGE)
+    endpoint = _ensure_sandbox(con) if sandbox else None
+    region = spec.state.region or spec.provider.region
+    target = AwsTarget(region=region, profile=None if sandbox else spec.provider.profile, endpoint_url=endpoint)
+    try:
+        loc = init_state(AwsClients(target), spec)
+    except StateExistsError as err:
+        _die(str(err), EXIT_USAGE)
+    except CloudError as err:
+        _die(str(err), EXIT_FAILED)
+    if json_output:
+        print_json({"bucket": loc.bucket, "key": loc.key, "region": loc.region, "created": True})
+    else:
+        typer.echo(f"created {loc.url} (empty state; conditional put, nothing overwritten)")
+
+
 # ---- operations on a provisioned environment (vmOp) -----------------------------------------------
 
 lb_app = typer.Typer(

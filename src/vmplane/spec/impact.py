@@ -65,6 +65,8 @@ RULES: list[tuple[str, Impact]] = [
     ("runtime.env.*", Impact.runtime),
     ("runtime.files", Impact.runtime),
     ("runtime.files.*", Impact.runtime),
+    ("state", Impact.identity),  # where the stack's state lives: moving it is not an in-place change
+    ("state.*", Impact.identity),
     ("loadBalancer", Impact.cloud),
     ("loadBalancer.*", Impact.cloud),
     ("loadBalancer.healthCheck.*", Impact.cloud),

@@ -246,6 +246,16 @@ class LoadBalancer(SpecModel):
     health_check: HealthCheck = Field(default_factory=HealthCheck)
 
 
+class TerraformState(SpecModel):
+    """Where the generated OpenTofu/Terraform stack keeps its state (the direct pipeline ignores this)."""
+
+    bucket: str = Field(
+        pattern=r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$",
+        description="S3 bucket for the state; the object is vmplane/<org>/<name>/terraform.tfstate.",
+    )
+    region: str | None = Field(default=None, description="The bucket's region (default: provider.region).")
+
+
 class EnvSpec(SpecModel):
     schema_: str | None = Field(default=None, alias="$schema", description="Path to the local JSON Schema.")
     name: str = Field(
@@ -262,6 +272,9 @@ class EnvSpec(SpecModel):
     tags: dict[str, str] = Field(default_factory=dict, description="Extra tags on every resource.")
     runtime: Runtime = Field(default_factory=Runtime)
     load_balancer: LoadBalancer | None = Field(default=None)
+    state: TerraformState | None = Field(
+        default=None, description="Remote state of the generated Terraform stack (`vmplane tf state init`)."
+    )
 
     @field_validator("pools")
     @classmethod

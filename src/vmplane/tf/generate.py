@@ -16,7 +16,7 @@ import vmplane
 from vmplane.jobs.service import spec_json
 from vmplane.spec.models import Cloud, EnvSpec
 from vmplane.spec.schema import SCHEMA_FILENAME, env_json_schema
-from vmplane.tf import aws
+from vmplane.tf import aws, state
 from vmplane.tf.hcl import Block, Item, render
 from vmplane.tf.inputs import input_files
 
@@ -52,6 +52,8 @@ def generate(spec: EnvSpec, sandbox_endpoint: str | None = None) -> dict[str, st
         **input_files(spec, doc),
         "outputs.tf": aws.outputs_tf(spec),
     }
+    if spec.state is not None:
+        tf["backend.tf"] = backend(spec)
     if sandbox_endpoint:
         tf["sandbox_override.tf"] = sandbox_override(spec, sandbox_endpoint)
     files = {f"{PREFIX}{name}": HEADER + render(items) for name, items in tf.items()}
@@ -59,11 +61,26 @@ def generate(spec: EnvSpec, sandbox_endpoint: str | None = None) -> dict[str, st
     return dict(sorted(files.items()))
 
 
-SANDBOX_SERVICES = ["acm", "autoscaling", "ec2", "elbv2", "iam", "route53", "ssm", "sts"]
+SANDBOX_SERVICES = ["acm", "autoscaling", "ec2", "elbv2", "iam", "route53", "s3", "ssm", "sts"]
+
+
+def _backend_block(spec: EnvSpec) -> Block:
+    loc = state.location(spec)
+    b = Block("backend", ["s3"]).attr("bucket", loc.bucket).attr("key", loc.key).attr("region", loc.region)
+    return b.attr("encrypt", True).attr("use_lockfile", True)
+
+
+def backend(spec: EnvSpec) -> list[Item]:
+    """Remote state in S3 (created by `vmplane tf state init` with a conditional put). A backend block
+    cannot read locals, so its values are written here literally; they are identity values."""
+    tf = Block("terraform")
+    tf.body.append(_backend_block(spec))
+    return [tf]
 
 
 def sandbox_override(spec: EnvSpec, endpoint: str) -> list[Item]:
-    """Points the provider at the sandbox (an override file merges into main.tf's provider block)."""
+    """Points the provider (and the S3 backend) at the sandbox; an override file merges into main.tf's
+    provider block and replaces the backend block."""
     provider = Block("provider", ["aws"])
     provider.comment("The sandbox: an emulated AWS account on 127.0.0.1. Fixed dummy credentials.")
     provider.attr("access_key", "testing").attr("secret_key", "testing")
@@ -72,7 +89,17 @@ def sandbox_override(spec: EnvSpec, endpoint: str) -> list[Item]:
     endpoints = provider.block("endpoints")
     for service in SANDBOX_SERVICES:
         endpoints.attr(service, endpoint)
-    return [provider]
+    items: list[Item] = [provider]
+    if spec.state is not None:
+        b = _backend_block(spec)
+        b.attr("endpoints", {"s3": endpoint}).attr("use_path_style", True)
+        b.attr("access_key", "testing").attr("secret_key", "testing")
+        b.attr("skip_credentials_validation", True).attr("skip_requesting_account_id", True)
+        b.attr("skip_region_validation", True).attr("skip_metadata_api_check", True)
+        tf = Block("terraform")
+        tf.body.append(b)
+        items.append(tf)
+    return items
 
 
 def is_managed(path: Path) -> bool:
