@@ -46,7 +46,7 @@ def test_alembic_created_the_tables(url):
     with db.transaction(url) as s:
         insp = inspect(s.get_bind())
         tables = set(insp.get_table_names())
-        assert {"jobs", "environments", "alembic_version"} <= tables
+        assert {"jobs", "environments", "api_tokens", "alembic_version"} <= tables
         assert {c["name"] for c in insp.get_columns("jobs")} >= {
             "id",
             "org",
@@ -62,7 +62,15 @@ def test_alembic_created_the_tables(url):
         }
         uniques = [u["column_names"] for u in insp.get_unique_constraints("environments")]
         assert ["org", "name"] in uniques
-        assert s.execute(text("select version_num from alembic_version")).scalar_one() == "2026_11_30_0001"
+        assert s.execute(text("select version_num from alembic_version")).scalar_one() == "2026_12_01_0002"
+        assert {c["name"] for c in insp.get_columns("api_tokens")} == {
+            "id",
+            "org",
+            "role",
+            "token_hash",
+            "created_at",
+            "revoked_at",
+        }
 
 
 def test_create_job(url, spec, target, job_id):
@@ -318,3 +326,21 @@ def test_an_operation_on_a_deleted_job_is_refused(url, job_id):
         svc.set_status(s, job_id, JobStatus.deleted)
     with db.transaction(url) as s, pytest.raises(JobConflictError, match="no environment to change"):
         svc.begin_operation(s, job_id, "detach_lb", {}, ["stepDetachLoadBalancer"])
+
+
+def test_two_writers_of_the_same_version_never_lose_an_update(url, job_id):
+    from sqlalchemy.orm.exc import StaleDataError
+
+    # Both read version 1; the first write wins, the second fails instead of overwriting it.
+    sessions = [db.transaction(url) for _ in range(2)]
+    first, second = (cm.__enter__() for cm in sessions)
+    a, b = svc.get_row(first, job_id), svc.get_row(second, job_id)
+    assert a.version == b.version == 1
+    a.error = "first"
+    sessions[0].__exit__(None, None, None)
+    b.error = "second"
+    with pytest.raises(StaleDataError):
+        second.flush()
+    sessions[1].__exit__(StaleDataError, StaleDataError(), None)
+    row = _row(url, job_id)
+    assert (row.error, row.version) == ("first", 2)

@@ -212,7 +212,7 @@ def _dump(step: StepRecord) -> dict[str, Any]:
 
 
 def _touch(row: JobRow) -> None:
-    row.version = (row.version or 0) + 1
+    # The version itself is bumped by the ORM on flush (JobRow's version_id_col), conditionally.
     row.updated_at = datetime.now(UTC)
 
 

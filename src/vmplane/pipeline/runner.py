@@ -8,12 +8,14 @@ step is idempotent anyway, because a crash can land between a cloud call and its
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from sqlalchemy.orm import Session
+from sqlalchemy.orm.exc import StaleDataError
 
 from vmplane.clouds.base import API_CALLS, CloudDriver, Context, Tagger
 from vmplane.clouds.registry import driver_for
@@ -161,9 +163,18 @@ def _db_url() -> str:
 _WRITE_LOCK = threading.Lock()
 
 
-def _write(url: str, fn: Callable[[Session], None]) -> None:
-    with _WRITE_LOCK, transaction(url) as s:
-        fn(s)
+def _write(url: str, fn: Callable[[Session], None], attempts: int = 5) -> None:
+    """Apply `fn` to the job row in its own transaction. Another process may have written the row since
+    it was read (the row is versioned): then read it again and re-apply; every `fn` here is a merge."""
+    for attempt in range(attempts):
+        try:
+            with _WRITE_LOCK, transaction(url) as s:
+                fn(s)
+            return
+        except StaleDataError:
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.05 * (attempt + 1))
 
 
 def run_step(job_id: str, name: str, phase: Phase = Phase.provision) -> str:

@@ -43,6 +43,10 @@ class JobRow(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
 
+    # Optimistic concurrency: every UPDATE is `... WHERE version = <the version read>` and sets it + 1, so
+    # of two writers that read the same version one fails (StaleDataError) instead of losing an update.
+    __mapper_args__ = {"version_id_col": version}
+
 
 class EnvironmentRow(Base):
     """The inventory (`vmplane envs`): environments that stepRegisterSpace made visible."""
@@ -58,3 +62,16 @@ class EnvironmentRow(Base):
     region: Mapped[str] = mapped_column(String(32))
     outputs: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     registered_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class TokenRow(Base):
+    """An API bearer token: scoped to one org with a role. Only its SHA-256 is stored."""
+
+    __tablename__ = "api_tokens"
+
+    id: Mapped[str] = mapped_column(String(24), primary_key=True)
+    org: Mapped[str] = mapped_column(String(64), index=True)
+    role: Mapped[str] = mapped_column(String(16))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)

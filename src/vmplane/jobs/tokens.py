@@ -1,0 +1,66 @@
+"""API tokens: bearer tokens scoped to one org with a role; only a SHA-256 of each is stored.
+
+Tokens are 256 bits from `secrets`, so a plain SHA-256 is enough to store them (no salt or slow hash:
+nothing to brute-force). The token is shown once, at creation, and never logged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from datetime import UTC, datetime
+from enum import StrEnum
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from vmplane.store.models import TokenRow
+
+TOKEN_PREFIX = "vmp_"
+
+
+class Role(StrEnum):
+    viewer = "viewer"  # reads jobs of its org
+    operator = "operator"  # also creates and patches jobs
+    admin = "admin"  # also deletes jobs and manages tokens
+
+    def allows(self, needed: Role) -> bool:
+        order = [Role.viewer, Role.operator, Role.admin]
+        return order.index(self) >= order.index(needed)
+
+
+def _hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def create_token(session: Session, org: str, role: Role) -> tuple[str, TokenRow]:
+    """Returns the token (to show once) and its stored row."""
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    row = TokenRow(id=f"tok-{secrets.token_hex(6)}", org=org, role=role.value, token_hash=_hash(token))
+    session.add(row)
+    session.flush()
+    return token, row
+
+
+def verify(session: Session, token: str) -> TokenRow | None:
+    """The live token row for a presented token, or None."""
+    if not token.startswith(TOKEN_PREFIX):
+        return None
+    digest = _hash(token)
+    row = session.scalars(select(TokenRow).where(TokenRow.token_hash == digest)).first()
+    if row is None or row.revoked_at is not None or not hmac.compare_digest(row.token_hash, digest):
+        return None
+    return row
+
+
+def revoke(session: Session, token_id: str, org: str) -> bool:
+    row = session.scalars(select(TokenRow).where(TokenRow.id == token_id, TokenRow.org == org)).first()
+    if row is None or row.revoked_at is not None:
+        return False
+    row.revoked_at = datetime.now(UTC)
+    return True
+
+
+def list_tokens(session: Session, org: str) -> list[TokenRow]:
+    return list(session.scalars(select(TokenRow).where(TokenRow.org == org).order_by(TokenRow.created_at)))
