@@ -611,6 +611,67 @@ def rotate(
     _operate(env, lambda job: operations.plan_rotate(job, pool), yes, output)
 
 
+# ---- the API server and its tokens -------------------------------------------------------------
+
+tokens_app = typer.Typer(help="API bearer tokens, scoped to one org with a role.", no_args_is_help=True)
+app.add_typer(tokens_app, name="tokens")
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8080,
+) -> None:
+    """Run the provisioning API (/provisioning-jobs); this process also runs the jobs it starts."""
+    import uvicorn
+
+    from vmplane.api.app import create_app
+
+    # Access logs carry method, path and status only: never headers, so never a token.
+    uvicorn.run(create_app(_settings()), host=host, port=port, log_level="info", proxy_headers=False)
+
+
+@tokens_app.command("create")
+def tokens_create(
+    org: Annotated[str, typer.Option(help="The organisation the token acts for.")],
+    role: Annotated[str, typer.Option(help="viewer, operator or admin.")] = "operator",
+    output: OutputOpt = "text",
+) -> None:
+    """Create a token; it is printed once and stored only as a hash."""
+    from vmplane.cli.render import print_json
+    from vmplane.jobs.tokens import Role, create_token
+    from vmplane.store.db import transaction
+
+    json_output = _json(output)
+    try:
+        parsed = Role(role)
+    except ValueError:
+        _die(f"--role must be viewer, operator or admin, not {role!r}", EXIT_USAGE)
+    with transaction(_settings().db_url) as s:
+        token, row = create_token(s, org, parsed)
+        token_id = row.id
+    if json_output:
+        print_json({"id": token_id, "org": org, "role": parsed.value, "token": token})
+    else:
+        typer.echo(token)
+        sys.stderr.write(f"token {token_id} for org {org} ({parsed.value}); it is not shown again\n")
+
+
+@tokens_app.command("revoke")
+def tokens_revoke(
+    token_id: Annotated[str, typer.Argument(help="The token's id (tok-...).")],
+    org: Annotated[str, typer.Option(help="The token's organisation.")],
+) -> None:
+    """Revoke a token at once."""
+    from vmplane.jobs.tokens import revoke
+    from vmplane.store.db import transaction
+
+    with transaction(_settings().db_url) as s:
+        if not revoke(s, token_id, org):
+            _die(f"no live token {token_id} in org {org}", EXIT_USAGE)
+    typer.echo(f"revoked {token_id}")
+
+
 # ---- read-only commands ---------------------------------------------------------------------------
 
 

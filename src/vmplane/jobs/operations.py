@@ -120,10 +120,14 @@ def plan_update(spec: EnvSpec, target: Target, job: JobView) -> ApplyPlan:
     return ApplyPlan(Decision.refused if refusals else Decision.update, plan, job, changes, refusals)
 
 
-def begin_update(settings: Settings, job: JobView, spec: EnvSpec, ap: ApplyPlan) -> OperationRecord:
+def begin_update(
+    settings: Settings, job: JobView, spec: EnvSpec, ap: ApplyPlan, expected_version: int | None = None
+) -> OperationRecord:
     params = {"changes": [c.path for c in ap.changes]}
     with transaction(settings.db_url) as s:
-        return jobs.begin_operation(s, job.id, "update", params, ap.plan.steps, spec=spec)
+        return jobs.begin_operation(
+            s, job.id, "update", params, ap.plan.steps, spec=spec, expected_version=expected_version
+        )
 
 
 def create_or_update_job(settings: Settings, spec: EnvSpec, target: Target, ap: ApplyPlan) -> str:
@@ -175,9 +179,9 @@ def resume_phase(job: JobView) -> Phase | None:
     return Phase.provision
 
 
-def begin_destroy(settings: Settings, job_id: str) -> None:
+def begin_destroy(settings: Settings, job_id: str, expected_version: int | None = None) -> None:
     with transaction(settings.db_url) as s:
-        jobs.begin_teardown(s, job_id, list(TEARDOWN_STEPS))
+        jobs.begin_teardown(s, job_id, list(TEARDOWN_STEPS), expected_version)
 
 
 Progress = Callable[[JobView], None]
@@ -191,10 +195,8 @@ def workflow_kind(job: JobView, phase: Phase) -> str:
     return phase.value
 
 
-def run(
-    settings: Settings, job_id: str, *, phase: Phase, on_progress: Progress | None = None, poll_interval: float = 0.1
-) -> JobView:
-    """Run (or re-attach to) the job's workflow for `phase` in this process and wait for it to end."""
+def start(settings: Settings, job_id: str, phase: Phase) -> tuple[Any, str]:
+    """Start (or re-attach to) the job's workflow for `phase` in this process; returns (handle, id)."""
     from vmplane.pipeline import engine
 
     engine.launch(settings)
@@ -208,7 +210,16 @@ def run(
         with transaction(settings.db_url) as s:
             attempt = jobs.next_workflow_attempt(s, job_id, kind)
         wid = engine.workflow_id(job_id, kind, attempt)
-    handle = engine.start(job_id, phase.value, wid)
+    return engine.start(job_id, phase.value, wid), wid
+
+
+def run(
+    settings: Settings, job_id: str, *, phase: Phase, on_progress: Progress | None = None, poll_interval: float = 0.1
+) -> JobView:
+    """Run (or re-attach to) the job's workflow for `phase` in this process and wait for it to end."""
+    from vmplane.pipeline import engine
+
+    handle, wid = start(settings, job_id, phase)
     last_version = -1
     while True:
         done = engine.status_of(wid) not in ACTIVE_WORKFLOW
@@ -374,8 +385,15 @@ def plan_rotate(job: JobView, pool: str | None) -> OperationPlan:
     return OperationPlan("rotate", job, {"pool": pool} if pool else {}, steps, plan)
 
 
-def begin_operation(settings: Settings, op: OperationPlan) -> OperationRecord:
+def begin_operation(settings: Settings, op: OperationPlan, expected_version: int | None = None) -> OperationRecord:
     with transaction(settings.db_url) as s:
         return jobs.begin_operation(
-            s, op.job.id, op.kind, op.params, op.steps, spec=op.spec, config_updates=op.config_updates
+            s,
+            op.job.id,
+            op.kind,
+            op.params,
+            op.steps,
+            spec=op.spec,
+            config_updates=op.config_updates,
+            expected_version=expected_version,
         )

@@ -134,6 +134,17 @@ class JobConflictError(RuntimeError):
     """The job's state forbids the operation (e.g. an active job for the same environment)."""
 
 
+class PreconditionFailedError(RuntimeError):
+    """The caller's `If-Match` version is not the job's current version (someone else wrote it)."""
+
+
+def check_version(row: JobRow, expected: int | None) -> None:
+    if expected is not None and row.version != expected:
+        raise PreconditionFailedError(
+            f"job {row.id} is at version {row.version}, not {expected}: it changed since you read it"
+        )
+
+
 def new_job_id() -> str:
     return f"job-{datetime.now(UTC):%Y%m%d}-{secrets.token_hex(4)}"
 
@@ -200,10 +211,14 @@ def find_current_job(session: Session, org: str, env_name: str) -> JobRow | None
     return session.scalars(stmt).first()
 
 
-def list_jobs(session: Session, org: str | None = None, limit: int = 100) -> list[JobRow]:
-    stmt = select(JobRow).order_by(JobRow.created_at.desc()).limit(limit)
+def list_jobs(
+    session: Session, org: str | None = None, limit: int = 100, offset: int = 0, status: JobStatus | None = None
+) -> list[JobRow]:
+    stmt = select(JobRow).order_by(JobRow.created_at.desc(), JobRow.id).limit(limit).offset(offset)
     if org:
         stmt = stmt.where(JobRow.org == org)
+    if status is not None:
+        stmt = stmt.where(JobRow.status == status.value)
     return list(session.scalars(stmt))
 
 
@@ -293,8 +308,9 @@ def step_names(row: JobRow, phase: Phase) -> list[str]:
     return [s.name for s in _steps_of(row, phase)]
 
 
-def begin_teardown(session: Session, job_id: str, step_names: list[str]) -> JobRow:
-    row = get_row(session, job_id)
+def begin_teardown(session: Session, job_id: str, step_names: list[str], expected_version: int | None = None) -> JobRow:
+    row = get_row(session, job_id, for_update=True)
+    check_version(row, expected_version)
     if row.status == JobStatus.deleted.value:
         raise JobConflictError(f"job {job_id} is already deleted")
     if row.status in (JobStatus.pending.value, JobStatus.running.value):
@@ -362,6 +378,7 @@ def begin_operation(
     *,
     spec: EnvSpec | None = None,
     config_updates: dict[str, Any] | None = None,
+    expected_version: int | None = None,
 ) -> OperationRecord:
     """Record a vmOp on a provisioned job; the caller starts its workflow after commit.
 
@@ -369,6 +386,7 @@ def begin_operation(
     a crash leaves the op `running` for `resume` to continue.
     """
     row = get_row(session, job_id, for_update=True)
+    check_version(row, expected_version)
     status = JobStatus(row.status)
     if status in ACTIVE:
         raise JobConflictError(f"job {job_id} is {status.value}; wait for it to finish (or resume it) first")

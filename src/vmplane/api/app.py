@@ -1,0 +1,263 @@
+"""`vmplane serve`: the provisioning API over the job service the CLI uses.
+
+Every route is a thin adapter: authenticate, decide through `jobs/operations.py`, commit, then start the
+durable workflow (after the commit, never inside it). This process runs the workflows it starts (DBOS is
+launched here, and recovers this executor's interrupted workflows at start-up).
+
+Errors: 401 no or bad token, 403 the role or org does not allow it, 404 no such job in the caller's org,
+409 the job's state forbids it, 412 `If-Match` is stale, 422 the body is invalid or the change cannot
+be made in place. No response or log line contains a token or a cloud credential.
+"""
+
+# No `from __future__ import annotations` here: FastAPI reads the route signatures at runtime, and the
+# dependencies in them (`needs(Role.viewer)`) are local to create_app.
+from collections.abc import Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request, Response
+from fastapi.responses import JSONResponse
+from pydantic import ValidationError
+from sqlalchemy.orm.exc import StaleDataError
+
+import vmplane
+from vmplane.api.schemas import AttachLb, DetachLb, PatchBody, Rotate, Scale, Update, merge_patch
+from vmplane.clouds.registry import Target
+from vmplane.jobs import operations, tokens
+from vmplane.jobs import service as jobs
+from vmplane.jobs.operations import Decision, OperationError
+from vmplane.jobs.service import (
+    JobConflictError,
+    JobNotFoundError,
+    JobStatus,
+    JobView,
+    Phase,
+    PreconditionFailedError,
+)
+from vmplane.jobs.tokens import Role
+from vmplane.settings import Settings
+from vmplane.spec.impact import CONSEQUENCE, Impact
+from vmplane.spec.models import EnvSpec
+from vmplane.store.db import transaction
+
+JOBS = "/provisioning-jobs"
+
+
+class Caller:
+    def __init__(self, org: str, role: Role, token_id: str) -> None:
+        self.org, self.role, self.token_id = org, role, token_id
+
+
+def _problem(status: int, detail: str, **extra: Any) -> HTTPException:
+    return HTTPException(status_code=status, detail={"message": detail, **extra})
+
+
+@contextmanager
+def _domain_errors(if_match: bool = False) -> Iterator[None]:
+    try:
+        yield
+    except JobNotFoundError as err:
+        raise _problem(404, str(err)) from None
+    except PreconditionFailedError as err:
+        raise _problem(412, str(err)) from None
+    except StaleDataError:
+        # Another writer committed between our read and our write; ours was not applied.
+        status = 412 if if_match else 409
+        raise _problem(status, "the job changed while this request ran; read it again and retry") from None
+    except JobConflictError as err:
+        raise _problem(409, str(err)) from None
+    except OperationError as err:
+        raise _problem(422, str(err)) from None
+
+
+def _etag(job: JobView) -> str:
+    return f'"{job.version}"'
+
+
+def _parse_if_match(value: str | None) -> int | None:
+    if value is None:
+        return None
+    raw = value.strip().removeprefix("W/").strip('"')
+    if not raw.isdigit():
+        raise _problem(412, f"If-Match must be a job version as given in ETag, not {value!r}")
+    return int(raw)
+
+
+def _job_response(job: JobView, status: int = 200, **extra: Any) -> JSONResponse:
+    body = {**job.to_json(), **extra} if extra else job.to_json()
+    return JSONResponse(body, status_code=status, headers={"ETag": _etag(job)})
+
+
+def create_app(settings: Settings, *, run_workflows: bool = True) -> FastAPI:
+    """The API. With `run_workflows`, this process launches DBOS and runs the jobs it starts."""
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> Any:
+        if run_workflows:
+            from vmplane.pipeline import engine
+
+            engine.launch(settings)
+        yield
+
+    app = FastAPI(
+        title="vmplane provisioning API",
+        version=vmplane.__version__,
+        description="Provisioning jobs for production-shape VM environments: create, read, patch (vmOp), delete.",
+        lifespan=lifespan,
+    )
+
+    def start(job_id: str, phase: Phase) -> None:
+        if run_workflows:
+            operations.start(settings, job_id, phase)
+
+    def caller(authorization: Annotated[str | None, Header()] = None) -> Caller:
+        scheme, _, token = (authorization or "").partition(" ")
+        if scheme.lower() != "bearer" or not token:
+            raise HTTPException(401, {"message": "a bearer token is required"}, {"WWW-Authenticate": "Bearer"})
+        with transaction(settings.db_url) as s:
+            row = tokens.verify(s, token.strip())
+            if row is None:
+                raise HTTPException(401, {"message": "invalid or revoked token"}, {"WWW-Authenticate": "Bearer"})
+            return Caller(row.org, Role(row.role), row.id)
+
+    def needs(role: Role) -> Callable[..., Caller]:
+        def check(who: Annotated[Caller, Depends(caller)]) -> Caller:
+            if not who.role.allows(role):
+                raise _problem(403, f"this needs the {role.value} role; the token has {who.role.value}")
+            return who
+
+        return check
+
+    def load(job_id: str, who: Caller) -> JobView:
+        with _domain_errors(), transaction(settings.db_url) as s:
+            job = jobs.view(jobs.get_row(s, job_id))
+        if job.org != who.org:
+            raise _problem(404, f"no job {job_id}")  # another org's job does not exist for this caller
+        return job
+
+    @app.get("/healthz", tags=["meta"])
+    def healthz() -> dict[str, str]:
+        return {"status": "ok", "version": vmplane.__version__}
+
+    @app.post(JOBS, status_code=201, tags=["jobs"])
+    def create_job(
+        spec: EnvSpec,
+        request: Request,
+        who: Annotated[Caller, Depends(needs(Role.operator))],
+        sandbox: Annotated[bool, Query(description="Provision in the embedded sandbox account.")] = False,
+    ) -> JSONResponse:
+        if spec.org != who.org:
+            raise _problem(403, f"the token is for org {who.org}; the spec's org is {spec.org}")
+        endpoint = _sandbox_endpoint(settings) if sandbox else None
+        target = Target.for_spec(spec, endpoint)
+        with _domain_errors():
+            ap = operations.plan_apply(settings, spec, target)
+            if ap.decision is not Decision.new:
+                raise JobConflictError(
+                    f"environment {spec.org}/{spec.name} already has job {ap.job.id if ap.job else '?'}; "
+                    "PATCH it (vmOp update) or DELETE it first"
+                )
+            job_id = operations.create_or_update_job(settings, spec, target, ap)
+        start(job_id, Phase.provision)
+        job = load(job_id, who)
+        response = _job_response(job, 201)
+        response.headers["Location"] = f"{JOBS}/{job_id}"
+        return response
+
+    @app.get(JOBS, tags=["jobs"])
+    def list_jobs(
+        who: Annotated[Caller, Depends(needs(Role.viewer))],
+        status: Annotated[JobStatus | None, Query()] = None,
+        limit: Annotated[int, Query(ge=1, le=100)] = 20,
+        offset: Annotated[int, Query(ge=0, le=100_000)] = 0,
+    ) -> dict[str, Any]:
+        with transaction(settings.db_url) as s:
+            rows = jobs.list_jobs(s, who.org, limit=limit + 1, offset=offset, status=status)
+            items = [jobs.view(r).to_json() for r in rows[:limit]]
+        more = len(rows) > limit
+        query = f"limit={limit}&offset={offset + limit}" + (f"&status={status.value}" if status else "")
+        return {"items": items, "next": f"{JOBS}?{query}" if more else None}
+
+    @app.get(JOBS + "/{job_id}", tags=["jobs"])
+    def get_job(job_id: str, who: Annotated[Caller, Depends(needs(Role.viewer))]) -> JSONResponse:
+        return _job_response(load(job_id, who))
+
+    @app.patch(JOBS + "/{job_id}", status_code=202, tags=["jobs"])
+    def patch_job(
+        job_id: str,
+        body: PatchBody,
+        who: Annotated[Caller, Depends(needs(Role.operator))],
+        if_match: Annotated[str | None, Header()] = None,
+    ) -> JSONResponse:
+        expected = _parse_if_match(if_match)
+        job = load(job_id, who)
+        with _domain_errors(if_match=expected is not None):
+            if isinstance(body, Update):
+                return _update(job, body, expected, who)
+            if isinstance(body, AttachLb):
+                op = operations.plan_attach_lb(job, body.load_balancer)
+                impact = [_impact("loadBalancer", Impact.cloud)]
+            elif isinstance(body, DetachLb):
+                op = operations.plan_detach_lb(job)
+                impact = [_impact("loadBalancer", Impact.cloud)]
+            elif isinstance(body, Scale):
+                op = operations.plan_scale(job, body.pool, min_size=body.min, max_size=body.max, desired=body.desired)
+                impact = [_impact(f"pools.{body.pool}", Impact.cloud)]
+            else:
+                assert isinstance(body, Rotate)
+                op = operations.plan_rotate(job, body.pool)
+                impact = [{"path": f"pools.{body.pool or '*'}", "impact": "vm", "consequence": "outdated VMs replaced"}]
+            record = operations.begin_operation(settings, op, expected)
+        start(job.id, Phase.operation)
+        return _job_response(load(job_id, who), 202, operation=record.dump(), impact=impact)
+
+    def _update(job: JobView, body: Update, expected: int | None, who: Caller) -> JSONResponse:
+        try:
+            spec = EnvSpec.model_validate(merge_patch(job.config["spec"], body.spec))
+        except ValidationError as err:
+            raise HTTPException(422, [{**e, "loc": ["body", "spec", *e["loc"]]} for e in _plain(err)]) from None
+        ap = operations.plan_update(spec, job.target, job)
+        changes = [{**c.to_json(), "consequence": CONSEQUENCE[c.impact]} for c in ap.changes]
+        if ap.decision is Decision.refused:
+            raise _problem(422, "some changes cannot be made in place", refusals=ap.refusals, impact=changes)
+        if ap.decision is Decision.no_changes or not ap.changes:
+            return _job_response(job, 200, impact=[])
+        record = operations.begin_update(settings, job, spec, ap, expected)
+        start(job.id, Phase.operation)
+        return _job_response(load(job.id, who), 202, operation=record.dump(), impact=changes)
+
+    @app.delete(JOBS + "/{job_id}", status_code=202, tags=["jobs"])
+    def delete_job(
+        job_id: str,
+        who: Annotated[Caller, Depends(needs(Role.admin))],
+        if_match: Annotated[str | None, Header()] = None,
+    ) -> JSONResponse:
+        expected = _parse_if_match(if_match)
+        job = load(job_id, who)
+        if job.status in (JobStatus.deleting, JobStatus.deleted):
+            raise _problem(409, f"job {job_id} is already {job.status.value}")
+        with _domain_errors(if_match=expected is not None):
+            operations.begin_destroy(settings, job_id, expected)
+        start(job_id, Phase.teardown)
+        return _job_response(load(job_id, who), 202)
+
+    @app.exception_handler(HTTPException)
+    def _http_error(_: Request, exc: HTTPException) -> Response:
+        detail = exc.detail if isinstance(exc.detail, dict | list) else {"message": str(exc.detail)}
+        return JSONResponse({"detail": detail}, status_code=exc.status_code, headers=exc.headers)
+
+    return app
+
+
+def _impact(path: str, impact: Impact) -> dict[str, str]:
+    return {"path": path, "impact": impact.value, "consequence": CONSEQUENCE[impact]}
+
+
+def _plain(err: ValidationError) -> list[dict[str, Any]]:
+    return [{"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]} for e in err.errors()]
+
+
+def _sandbox_endpoint(settings: Settings) -> str:
+    from vmplane.sandbox import control
+
+    return control.start(settings).endpoint

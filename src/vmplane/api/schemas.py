@@ -1,0 +1,62 @@
+"""Request bodies of the provisioning API. `PATCH` takes one typed `vmOp` (the seed's discriminator) per
+request instead of a route per operation."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from vmplane.spec.models import LoadBalancer
+
+
+class _Op(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class AttachLb(_Op):
+    vm_op: Literal["attach_lb"] = Field(alias="vmOp")
+    load_balancer: LoadBalancer | None = Field(
+        default=None, alias="loadBalancer", description="Default: the block the job had before `detach_lb`."
+    )
+
+
+class DetachLb(_Op):
+    vm_op: Literal["detach_lb"] = Field(alias="vmOp")
+
+
+class Scale(_Op):
+    vm_op: Literal["scale"] = Field(alias="vmOp")
+    pool: str
+    min: int | None = Field(default=None, ge=0, le=1000)
+    max: int | None = Field(default=None, ge=1, le=1000)
+    desired: int | None = Field(default=None, ge=0, le=1000)
+
+
+class Rotate(_Op):
+    vm_op: Literal["rotate"] = Field(alias="vmOp")
+    pool: str | None = None
+
+
+class Update(_Op):
+    """A partial update of the spec (JSON merge patch: a null removes a key): user-data, image, security
+    group ports, runtime settings, sizes... Answered with the impact of each changed field."""
+
+    vm_op: Literal["update"] = Field(alias="vmOp")
+    spec: dict[str, Any]
+
+
+PatchBody = Annotated[AttachLb | DetachLb | Scale | Rotate | Update, Field(discriminator="vm_op")]
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386: objects merge recursively, null removes, anything else replaces."""
+    if not isinstance(patch, dict):
+        return patch
+    out = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge_patch(out.get(key), value)
+    return out
