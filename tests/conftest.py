@@ -25,3 +25,17 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
 @pytest.fixture
 def cli(tmp_path: Path, sandbox: Sandbox) -> Cli:
     return Cli(home=tmp_path / "home", sandbox_port=sandbox.port)
+
+
+@pytest.fixture(scope="session")
+def postgres_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A throwaway PostgreSQL 15 database for this test session (skips with the reason where impossible)."""
+    import subprocess
+
+    from tests.helpers import start_postgres
+
+    url, stop = start_postgres(tmp_path_factory.mktemp("postgres"))
+    if url is None:
+        pytest.skip(str(stop))
+    yield url
+    subprocess.run(stop, capture_output=True, check=False)

@@ -130,3 +130,48 @@ def terraform_env(tmp_path: Path) -> tuple[dict[str, str] | None, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "TF_"))}
     env.update(TF_CLI_CONFIG_FILE=str(rc), TF_IN_AUTOMATION="1", CHECKPOINT_DISABLE="1")
     return env, ""
+
+
+def start_postgres(base: Path) -> tuple[str, list[str]] | tuple[None, str]:
+    """A throwaway PostgreSQL cluster (Debian's server binaries, off PATH) on a free 127.0.0.1 port.
+
+    Returns (SQLAlchemy URL, stop command) or (None, why it cannot run here). As root, the server runs
+    as the `postgres` user (initdb refuses root)."""
+    import pwd
+    import shutil
+
+    bins = sorted(str(p) for p in Path("/usr/lib/postgresql").glob("*/bin/initdb"))
+    if not bins:
+        return None, "no PostgreSQL server binaries (Debian's postgresql package) on this machine"
+    bindir = Path(bins[-1]).parent
+    as_user: list[str] = []
+    if os.geteuid() == 0:
+        try:
+            pwd.getpwnam("postgres")
+        except KeyError:
+            return None, "running as root and there is no postgres user to run the server as"
+        as_user = ["runuser", "-u", "postgres", "--"]
+    base.mkdir(parents=True, exist_ok=True)
+    data, sock = base / "data", base / "sock"
+    sock.mkdir(exist_ok=True)
+    if as_user:
+        shutil.chown(base, "postgres")
+        shutil.chown(sock, "postgres")
+        base.chmod(0o755)
+        for parent in base.parents:  # the postgres user must be able to reach the folder (o+x, not read)
+            if parent != Path("/") and not parent.stat().st_mode & 0o001:
+                parent.chmod(parent.stat().st_mode | 0o001)
+    port = free_port()
+    run = lambda *cmd: subprocess.run([*as_user, *cmd], capture_output=True, text=True, check=False)  # noqa: E731
+    init = run(str(bindir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "--no-sync")
+    if init.returncode != 0:
+        return None, f"initdb failed: {init.stderr.strip()[-300:]}"
+    opts = f"-p {port} -k {sock} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
+    start = run(str(bindir / "pg_ctl"), "-D", str(data), "-o", opts, "-l", str(base / "log"), "-w", "start")
+    if start.returncode != 0:
+        return None, f"pg_ctl start failed: {start.stderr.strip()[-300:]}"
+    created = run(str(bindir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "vmplane")
+    if created.returncode != 0:
+        return None, f"createdb failed: {created.stderr.strip()[-300:]}"
+    stop = [*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"]
+    return f"postgresql+psycopg://postgres@127.0.0.1:{port}/vmplane", stop

@@ -62,7 +62,7 @@ def test_alembic_created_the_tables(url):
         }
         uniques = [u["column_names"] for u in insp.get_unique_constraints("environments")]
         assert ["org", "name"] in uniques
-        assert s.execute(text("select version_num from alembic_version")).scalar_one() == "2026_12_01_0002"
+        assert s.execute(text("select version_num from alembic_version")).scalar_one() == "2026_12_01_0003"
         assert {c["name"] for c in insp.get_columns("api_tokens")} == {
             "id",
             "org",

@@ -89,7 +89,8 @@ def _job_response(job: JobView, status: int = 200, **extra: Any) -> JSONResponse
 
 
 def create_app(settings: Settings, *, run_workflows: bool = True) -> FastAPI:
-    """The API. With `run_workflows`, this process launches DBOS and runs the jobs it starts."""
+    """The API. With `run_workflows`, this process launches DBOS and runs the jobs it starts; without,
+    it only enqueues them for `vmplane worker` processes and keeps no state of its own."""
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> Any:
@@ -109,6 +110,8 @@ def create_app(settings: Settings, *, run_workflows: bool = True) -> FastAPI:
     def start(job_id: str, phase: Phase) -> None:
         if run_workflows:
             operations.start(settings, job_id, phase)
+        else:
+            operations.enqueue(settings, job_id, phase)
 
     def caller(authorization: Annotated[str | None, Header()] = None) -> Caller:
         scheme, _, token = (authorization or "").partition(" ")

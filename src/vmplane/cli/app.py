@@ -621,14 +621,38 @@ app.add_typer(tokens_app, name="tokens")
 def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8080,
+    worker: Annotated[
+        bool,
+        typer.Option(
+            "--worker/--no-worker", help="Also run jobs here; --no-worker only enqueues for `vmplane worker`."
+        ),
+    ] = True,
 ) -> None:
-    """Run the provisioning API (/provisioning-jobs); this process also runs the jobs it starts."""
+    """Run the provisioning API (/provisioning-jobs)."""
     import uvicorn
 
     from vmplane.api.app import create_app
 
     # Access logs carry method, path and status only: never headers, so never a token.
-    uvicorn.run(create_app(_settings()), host=host, port=port, log_level="info", proxy_headers=False)
+    app_ = create_app(_settings(), run_workflows=worker)
+    uvicorn.run(app_, host=host, port=port, log_level="info", proxy_headers=False)
+
+
+@app.command("worker")
+def worker_cmd(
+    heartbeat: Annotated[float, typer.Option(help="Seconds between heartbeats.")] = 2.0,
+    dead_after: Annotated[float, typer.Option(help="A worker silent this long is taken over.")] = 15.0,
+) -> None:
+    """Run queued jobs (PostgreSQL: VMPLANE_DATABASE_URL), and take over the jobs of dead workers."""
+    import signal
+    import threading
+
+    from vmplane.pipeline import worker
+
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    worker.run(_settings(), heartbeat=heartbeat, dead_after=dead_after, stop=stop)
 
 
 @tokens_app.command("create")

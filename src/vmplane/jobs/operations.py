@@ -213,6 +213,24 @@ def start(settings: Settings, job_id: str, phase: Phase) -> tuple[Any, str]:
     return engine.start(job_id, phase.value, wid), wid
 
 
+def enqueue(settings: Settings, job_id: str, phase: Phase) -> str:
+    """Hand the job's workflow to the workers (DBOS queue) without running it here; returns its id."""
+    from vmplane.pipeline import engine
+
+    with transaction(settings.db_url) as s:
+        row = jobs.get_row(s, job_id)
+        kind = workflow_kind(jobs.view(row), phase)
+        attempt = jobs.current_attempt(row, kind)
+    wid = engine.workflow_id(job_id, kind, attempt)
+    if attempt and engine.client_status(settings, wid) in ACTIVE_WORKFLOW:
+        return wid  # already queued or running
+    with transaction(settings.db_url) as s:
+        attempt = jobs.next_workflow_attempt(s, job_id, kind)
+    wid = engine.workflow_id(job_id, kind, attempt)
+    engine.enqueue(settings, job_id, phase.value, wid)
+    return wid
+
+
 def run(
     settings: Settings, job_id: str, *, phase: Phase, on_progress: Progress | None = None, poll_interval: float = 0.1
 ) -> JobView:

@@ -20,7 +20,16 @@ _lock = threading.Lock()
 APPLICATION_VERSION = f"vmplane-{vmplane.__version__}"
 
 
-def launch(settings: Settings) -> None:
+QUEUE_NAME = "vmplane-jobs"
+WORKFLOW_NAMES = {
+    "provision": "provision_workflow",
+    "teardown": "teardown_workflow",
+    "operation": "operation_workflow",
+}
+_clients: dict[str, Any] = {}
+
+
+def launch(settings: Settings, executor_id: str | None = None) -> None:
     with _lock:
         if _launched.is_set():
             return
@@ -38,9 +47,12 @@ def launch(settings: Settings) -> None:
                 # DBOS.destroy() waits out one poll of this SQLite listener: the 1 s default would add
                 # up to a second to every command.
                 "notification_listener_polling_interval_sec": 0.05,
+                **({"executor_id": executor_id} if executor_id else {}),
             }
         )
         DBOS.launch()
+        # Jobs the API enqueues (worker mode); every launched process (worker, serve) dequeues from it.
+        DBOS.register_queue(QUEUE_NAME, worker_concurrency=8, polling_interval_sec=0.2)
         _launched.set()
 
 
@@ -85,3 +97,35 @@ def other_active_workflows() -> list[str]:
 
     active = DBOS.list_workflows(status=["PENDING", "ENQUEUED"])
     return [w.workflow_id for w in active]
+
+
+def _client(settings: Settings) -> Any:
+    """A DBOS client: enqueues and reads workflows without running any (the API in worker mode)."""
+    from dbos import DBOSClient
+    from dbos.cli.migration import run_dbos_database_migrations
+
+    with _lock:
+        if settings.dbos_url not in _clients:
+            # What `dbos migrate` does: an API that only enqueues may start before any worker has
+            # created DBOS's tables. Idempotent.
+            run_dbos_database_migrations(settings.dbos_url)
+            _clients[settings.dbos_url] = DBOSClient(system_database_url=settings.dbos_url)
+        return _clients[settings.dbos_url]
+
+
+def enqueue(settings: Settings, job_id: str, phase: str, wid: str) -> None:
+    """Put the job's workflow on the job queue for a worker; the id makes a repeat a no-op."""
+    _client(settings).enqueue(
+        {
+            "queue_name": QUEUE_NAME,
+            "workflow_name": WORKFLOW_NAMES[phase],
+            "workflow_id": wid,
+            "app_version": APPLICATION_VERSION,
+        },
+        job_id,
+    )
+
+
+def client_status(settings: Settings, wid: str) -> str | None:
+    found = _client(settings).list_workflows(workflow_ids=[wid])
+    return str(found[0].status) if found else None

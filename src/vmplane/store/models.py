@@ -75,3 +75,16 @@ class TokenRow(Base):
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+
+
+class WorkerRow(Base):
+    """A `vmplane worker` process: its DBOS executor id and a heartbeat. A worker whose heartbeat is
+    older than the deadline is dead; the first live worker to claim its row recovers its workflows."""
+
+    __tablename__ = "workers"
+
+    executor_id: Mapped[str] = mapped_column(String(80), primary_key=True)
+    host: Mapped[str] = mapped_column(String(255))
+    pid: Mapped[int] = mapped_column(Integer)
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    last_seen: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
