@@ -95,9 +95,12 @@ def create_app(settings: Settings, *, run_workflows: bool = True) -> FastAPI:
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> Any:
         if run_workflows:
+            import asyncio
+
             from vmplane.pipeline import engine
 
-            engine.launch(settings)
+            # DBOS's launch is synchronous (and refuses to register queues from an event loop).
+            await asyncio.to_thread(engine.launch, settings)
         yield
 
     app = FastAPI(
