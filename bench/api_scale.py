@@ -108,6 +108,8 @@ def one_config(
                 time.sleep(0.5)
             wall = time.perf_counter() - t0
             failed = sum(1 for s in statuses.values() if s == "failed") + len(pending) + post_errors
+            errors = [api.get(f"/provisioning-jobs/{j}").json()["error"] for j, s in statuses.items() if s == "failed"]
+            errors += [r.text[:300] for r in created if r.status_code != 201]
 
             latencies: list[float] = []
             lock = threading.Lock()
@@ -137,6 +139,7 @@ def one_config(
                 "gets": len(latencies),
                 "get_p50_ms": round(1000 * statistics.median(latencies), 1),
                 "get_p99_ms": round(1000 * latencies[int(0.99 * (len(latencies) - 1))], 1),
+                "errors": errors,
             }
         finally:
             for p in procs:
