@@ -214,3 +214,18 @@ def test_random_bodies_never_produce_a_5xx(api: Api, mutation: tuple[str, Any], 
     assert c.patch("/provisioning-jobs/job-x", json=patch).status_code < 500
     assert c.patch("/provisioning-jobs/job-x", json={"vmOp": "update", "spec": patch}).status_code < 500
     assert c.get("/provisioning-jobs", params={"limit": str(value)[:5]}).status_code < 500
+
+
+@pytest.mark.sandbox
+def test_admins_manage_their_orgs_tokens(api: Api) -> None:
+    admin, operator = api.client(org="tokorg"), api.client(org="tokorg", role="operator")
+    assert operator.post("/tokens", json={"role": "viewer"}).status_code == 403
+    made = admin.post("/tokens", json={"role": "viewer"})
+    assert made.status_code == 201 and made.json()["org"] == "tokorg" and made.json()["token"].startswith("vmp_")
+    new = httpx.Client(base_url=api.url, headers={"Authorization": f"Bearer {made.json()['token']}"})
+    assert new.get("/provisioning-jobs").status_code == 200
+    listed = admin.get("/tokens").json()["items"]
+    assert made.json()["id"] in [t["id"] for t in listed] and all("token" not in t for t in listed)
+    assert api.client(org="other").delete(f"/tokens/{made.json()['id']}").status_code == 404  # not its org
+    assert admin.delete(f"/tokens/{made.json()['id']}").status_code == 204
+    assert new.get("/provisioning-jobs").status_code == 401  # revoked at once

@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from sqlalchemy.orm.exc import StaleDataError
 
 import vmplane
-from vmplane.api.schemas import AttachLb, DetachLb, PatchBody, Rotate, Scale, Update, merge_patch
+from vmplane.api.schemas import AttachLb, DetachLb, PatchBody, Rotate, Scale, TokenRequest, Update, merge_patch
 from vmplane.clouds.registry import Target
 from vmplane.jobs import operations, tokens
 from vmplane.jobs import service as jobs
@@ -246,6 +246,35 @@ def create_app(settings: Settings, *, run_workflows: bool = True) -> FastAPI:
             operations.begin_destroy(settings, job_id, expected)
         start(job_id, Phase.teardown)
         return _job_response(load(job_id, who), 202)
+
+    @app.post("/tokens", status_code=201, tags=["tokens"])
+    def create_token(body: TokenRequest, who: Annotated[Caller, Depends(needs(Role.admin))]) -> dict[str, str]:
+        """A new token for the caller's org; the token is in this response only (stored hashed)."""
+        with transaction(settings.db_url) as s:
+            token, row = tokens.create_token(s, who.org, body.role)
+            return {"id": row.id, "org": row.org, "role": row.role, "token": token}
+
+    @app.get("/tokens", tags=["tokens"])
+    def list_tokens(who: Annotated[Caller, Depends(needs(Role.admin))]) -> dict[str, Any]:
+        with transaction(settings.db_url) as s:
+            rows = tokens.list_tokens(s, who.org)
+            items = [
+                {
+                    "id": r.id,
+                    "role": r.role,
+                    "createdAt": r.created_at.isoformat(),
+                    "revokedAt": r.revoked_at.isoformat() if r.revoked_at else None,
+                }
+                for r in rows
+            ]
+        return {"items": items}
+
+    @app.delete("/tokens/{token_id}", status_code=204, tags=["tokens"])
+    def revoke_token(token_id: str, who: Annotated[Caller, Depends(needs(Role.admin))]) -> Response:
+        with transaction(settings.db_url) as s:
+            if not tokens.revoke(s, token_id, who.org):
+                raise _problem(404, f"no live token {token_id}")
+        return Response(status_code=204)
 
     @app.exception_handler(HTTPException)
     def _http_error(_: Request, exc: HTTPException) -> Response:
