@@ -159,6 +159,22 @@ def _network() -> list[Item]:
     return out
 
 
+def _ingress(name: str, group: str, for_each: str, source_key: str, source: object, why: str) -> Block:
+    """One TCP ingress rule per port in `for_each` (a set of port strings) into the `group` security group."""
+    rule = Block("resource", ["aws_vpc_security_group_ingress_rule", name])
+    rule.attr("for_each", E(for_each)).attr("security_group_id", E(f"aws_security_group.{group}.id"))
+    rule.attr("ip_protocol", "tcp").attr("from_port", E("tonumber(each.value)")).attr(
+        "to_port", E("tonumber(each.value)")
+    )
+    return rule.attr(source_key, source).attr("description", why)  # type: ignore[arg-type]
+
+
+def _egress_all(group: str, why: str) -> Block:
+    rule = Block("resource", ["aws_vpc_security_group_egress_rule", group])
+    rule.attr("security_group_id", E(f"aws_security_group.{group}.id")).attr("ip_protocol", "-1")
+    return rule.attr("cidr_ipv4", "0.0.0.0/0").attr("description", why)
+
+
 def _az_data() -> Block:
     data = Block("data", ["aws_availability_zones", "available"]).attr("state", "available")
     data.block("filter").attr("name", "zone-type").attr("values", ["availability-zone"])
@@ -200,33 +216,27 @@ def _compute(spec: EnvSpec) -> list[Item]:
         # With a load balancer, its ports admit the LB's group only (as the direct pipeline does).
         ports = f"[for p in {ports} : p if !contains(local.lb_ports, p)]"
     out.append(
-        Block("resource", ["aws_vpc_security_group_ingress_rule", "vm"])
-        .attr("for_each", E(f"toset([for p in {ports} : tostring(p)])"))
-        .attr("security_group_id", E("aws_security_group.vm.id"))
-        .attr("ip_protocol", "tcp")
-        .attr("from_port", E("tonumber(each.value)"))
-        .attr("to_port", E("tonumber(each.value)"))
-        .attr("cidr_ipv4", E("aws_vpc.this.cidr_block"))
-        .attr("description", "inside the VPC")
+        _ingress(
+            "vm",
+            "vm",
+            f"toset([for p in {ports} : tostring(p)])",
+            "cidr_ipv4",
+            E("aws_vpc.this.cidr_block"),
+            "inside the VPC",
+        )
     )
     if lb:
         out.append(
-            Block("resource", ["aws_vpc_security_group_ingress_rule", "vm_from_lb"])
-            .attr("for_each", E("toset([for p in local.lb_ports : tostring(p)])"))
-            .attr("security_group_id", E("aws_security_group.vm.id"))
-            .attr("ip_protocol", "tcp")
-            .attr("from_port", E("tonumber(each.value)"))
-            .attr("to_port", E("tonumber(each.value)"))
-            .attr("referenced_security_group_id", E("aws_security_group.lb.id"))
-            .attr("description", "from the load balancer only")
+            _ingress(
+                "vm_from_lb",
+                "vm",
+                "toset([for p in local.lb_ports : tostring(p)])",
+                "referenced_security_group_id",
+                E("aws_security_group.lb.id"),
+                "from the load balancer only",
+            )
         )
-    out.append(
-        Block("resource", ["aws_vpc_security_group_egress_rule", "vm"])
-        .attr("security_group_id", E("aws_security_group.vm.id"))
-        .attr("ip_protocol", "-1")
-        .attr("cidr_ipv4", "0.0.0.0/0")
-        .attr("description", "egress through the NAT gateway")
-    )
+    out.append(_egress_all("vm", "egress through the NAT gateway"))
     image = Block("data", ["aws_ssm_parameter", "image"])
     image.attr("for_each", E('{ for name, p in local.vm.pools : name => p if !startswith(p.image, "ami-") }'))
     image.attr(
@@ -370,24 +380,10 @@ def _load_balancer(spec: EnvSpec) -> list[Item]:
     sg.attr("vpc_id", E("aws_vpc.this.id"))
     sg.attr("tags", _tags("lb-sg", f'"{BASE}-lb"'))
     out.append(sg)
-    out.append(
-        Block("resource", ["aws_vpc_security_group_ingress_rule", "lb"])
-        .comment("checkov:skip=CKV_AWS_260:port 80 on the LB only answers with a redirect to HTTPS")
-        .attr("for_each", E('toset(["80", "443"])'))
-        .attr("security_group_id", E("aws_security_group.lb.id"))
-        .attr("ip_protocol", "tcp")
-        .attr("from_port", E("tonumber(each.value)"))
-        .attr("to_port", E("tonumber(each.value)"))
-        .attr("cidr_ipv4", "0.0.0.0/0")
-        .attr("description", "public listener")
-    )
-    out.append(
-        Block("resource", ["aws_vpc_security_group_egress_rule", "lb"])
-        .attr("security_group_id", E("aws_security_group.lb.id"))
-        .attr("ip_protocol", "-1")
-        .attr("cidr_ipv4", "0.0.0.0/0")
-        .attr("description", "to the VMs")
-    )
+    lb_in = _ingress("lb", "lb", 'toset(["80", "443"])', "cidr_ipv4", "0.0.0.0/0", "public listener")
+    lb_in.body.insert(0, Comment("checkov:skip=CKV_AWS_260:port 80 on the LB only answers with a redirect to HTTPS"))
+    out.append(lb_in)
+    out.append(_egress_all("lb", "to the VMs"))
     out.append(
         Block("resource", ["aws_lb", "this"])
         .attr("name", E("local.lb_name"))
