@@ -205,3 +205,17 @@ def test_the_longest_matching_zone_wins(aws, spec, zone):
     ctx = make_ctx(variant(spec, loadBalancer={"domain": DOMAIN}))
     lb.preflight(aws, ctx)
     assert ctx.infra.HostedZoneID == inner.rsplit("/", 1)[-1] != zone
+
+
+def test_a_load_balancer_of_another_owner_is_never_adopted(aws, spec, zone):
+    from vmplane.clouds.errors import ConflictError
+
+    driver, ctx = _provisioned(spec)
+    # Someone else's ALB already has the name this environment would use.
+    aws.elbv2.create_load_balancer(
+        Name=lb.lb_base_name(ctx.spec),
+        Subnets=ctx.infra.PublicSubnetIDs,
+        Tags=[{"Key": "zop:jobId", "Value": "job-other"}],
+    )
+    with pytest.raises(ConflictError, match="belongs to another job or owner"):
+        driver.ensure_load_balancer(ctx)

@@ -52,6 +52,17 @@ def _elb_tags(t: Tagger, role: str, name: str) -> list[dict[str, str]]:
     return tag_list(t.tags(role, name))
 
 
+def _find_ours(aws: AwsClients, t: Tagger, describe: Any, key: str, arn_key: str, name: str) -> dict[str, Any] | None:
+    """An ELB resource found by its (account-unique) name: None if absent, refused if another owns it."""
+    try:
+        found = dict(aws_call(describe, Names=[name])[key][0])
+    except NotFoundError:
+        return None
+    if not _owned_by_job(aws, found[arn_key], t):
+        raise ConflictError(f"{name} exists and belongs to another job or owner; vmplane will not adopt it")
+    return found
+
+
 def _owned_by_job(aws: AwsClients, arn: str, t: Tagger) -> bool:
     desc = aws_call(aws.elbv2.describe_tags, ResourceArns=[arn])["TagDescriptions"]
     tags = {x["Key"]: x["Value"] for d in desc for x in d.get("Tags", [])}
@@ -90,9 +101,7 @@ def ensure_load_balancer(aws: AwsClients, ctx: Context) -> None:
     ctx.save()  # the marker that teardown must look for LB parts (see `started`)
     _ensure_lb_security_group(aws, ctx)
     certs.request(aws, ctx)
-    found = _describe_lb(aws, name)
-    if found is not None and not _owned_by_job(aws, found["LoadBalancerArn"], t):
-        raise ConflictError(f"load balancer {name} exists and belongs to another job or owner")
+    found = _find_ours(aws, t, aws.elbv2.describe_load_balancers, "LoadBalancers", "LoadBalancerArn", name)
     if found is None:
         found = aws_call(
             aws.elbv2.create_load_balancer,
@@ -114,13 +123,6 @@ def ensure_load_balancer(aws: AwsClients, ctx: Context) -> None:
     infra.LoadBalancerZoneID = found["CanonicalHostedZoneId"]
     ctx.save()
     ctx.log(f"load balancer {name} ({found['DNSName']}), internet-facing in {len(infra.PublicSubnetIDs)} subnets")
-
-
-def _describe_lb(aws: AwsClients, name: str) -> dict[str, Any] | None:
-    try:
-        return dict(aws_call(aws.elbv2.describe_load_balancers, Names=[name])["LoadBalancers"][0])
-    except NotFoundError:
-        return None
 
 
 def _ensure_lb_security_group(aws: AwsClients, ctx: Context) -> None:
@@ -169,12 +171,7 @@ def ensure_target_group(aws: AwsClients, ctx: Context) -> None:
         "UnhealthyThresholdCount": hc.unhealthy_threshold,
         "Matcher": {"HttpCode": "200"},
     }
-    try:
-        tg = aws_call(aws.elbv2.describe_target_groups, Names=[name])["TargetGroups"][0]
-    except NotFoundError:
-        tg = None
-    if tg is not None and not _owned_by_job(aws, tg["TargetGroupArn"], t):
-        raise ConflictError(f"target group {name} exists and belongs to another job or owner")
+    tg = _find_ours(aws, t, aws.elbv2.describe_target_groups, "TargetGroups", "TargetGroupArn", name)
     if tg is None:
         tg = aws_call(
             aws.elbv2.create_target_group,
