@@ -195,21 +195,31 @@ def workflow_kind(job: JobView, phase: Phase) -> str:
     return phase.value
 
 
+def _workflow_for(
+    settings: Settings, job_id: str, phase: Phase, status_of: Callable[[str], str | None]
+) -> tuple[str, bool]:
+    """The job's workflow id for `phase`: the current one while it is queued or running (True), else a
+    new attempt, recorded (False): nothing is in flight (new, failed, or interrupted under another
+    vmplane version)."""
+    from vmplane.pipeline import engine
+
+    with transaction(settings.db_url) as s:
+        row = jobs.get_row(s, job_id)
+        kind = workflow_kind(jobs.view(row), phase)
+        attempt = jobs.current_attempt(row, kind)
+    if attempt and status_of(engine.workflow_id(job_id, kind, attempt)) in ACTIVE_WORKFLOW:
+        return engine.workflow_id(job_id, kind, attempt), True
+    with transaction(settings.db_url) as s:
+        attempt = jobs.next_workflow_attempt(s, job_id, kind)
+    return engine.workflow_id(job_id, kind, attempt), False
+
+
 def start(settings: Settings, job_id: str, phase: Phase) -> tuple[Any, str]:
     """Start (or re-attach to) the job's workflow for `phase` in this process; returns (handle, id)."""
     from vmplane.pipeline import engine
 
     engine.launch(settings)
-    with transaction(settings.db_url) as s:
-        row = jobs.get_row(s, job_id)
-        kind = workflow_kind(jobs.view(row), phase)
-        attempt = jobs.current_attempt(row, kind)
-    wid = engine.workflow_id(job_id, kind, attempt)
-    if attempt == 0 or engine.status_of(wid) not in ACTIVE_WORKFLOW:
-        # Nothing in flight for this job (new, failed, or interrupted under another vmplane version).
-        with transaction(settings.db_url) as s:
-            attempt = jobs.next_workflow_attempt(s, job_id, kind)
-        wid = engine.workflow_id(job_id, kind, attempt)
+    wid, _ = _workflow_for(settings, job_id, phase, engine.status_of)
     return engine.start(job_id, phase.value, wid), wid
 
 
@@ -217,17 +227,9 @@ def enqueue(settings: Settings, job_id: str, phase: Phase) -> str:
     """Hand the job's workflow to the workers (DBOS queue) without running it here; returns its id."""
     from vmplane.pipeline import engine
 
-    with transaction(settings.db_url) as s:
-        row = jobs.get_row(s, job_id)
-        kind = workflow_kind(jobs.view(row), phase)
-        attempt = jobs.current_attempt(row, kind)
-    wid = engine.workflow_id(job_id, kind, attempt)
-    if attempt and engine.client_status(settings, wid) in ACTIVE_WORKFLOW:
-        return wid  # already queued or running
-    with transaction(settings.db_url) as s:
-        attempt = jobs.next_workflow_attempt(s, job_id, kind)
-    wid = engine.workflow_id(job_id, kind, attempt)
-    engine.enqueue(settings, job_id, phase.value, wid)
+    wid, active = _workflow_for(settings, job_id, phase, lambda w: engine.client_status(settings, w))
+    if not active:
+        engine.enqueue(settings, job_id, phase.value, wid)
     return wid
 
 

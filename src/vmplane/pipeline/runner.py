@@ -12,7 +12,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TypeVar
 
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.exc import StaleDataError
@@ -27,6 +27,7 @@ from vmplane.spec.models import BootstrapMode
 from vmplane.state import VMState
 from vmplane.store.db import transaction
 
+T = TypeVar("T")
 StepFn = Callable[[CloudDriver, Context, JobView], None]
 MAX_LOG_LINES = 50
 
@@ -163,18 +164,18 @@ def _db_url() -> str:
 _WRITE_LOCK = threading.Lock()
 
 
-def _write(url: str, fn: Callable[[Session], None], attempts: int = 5) -> None:
+def _write(url: str, fn: Callable[[Session], T], attempts: int = 5) -> T:
     """Apply `fn` to the job row in its own transaction. Another process may have written the row since
     it was read (the row is versioned): then read it again and re-apply; every `fn` here is a merge."""
     for attempt in range(attempts):
         try:
             with _WRITE_LOCK, transaction(url) as s:
-                fn(s)
-            return
+                return fn(s)
         except StaleDataError:
             if attempt == attempts - 1:
                 raise
             time.sleep(0.05 * (attempt + 1))
+    raise AssertionError("unreachable")
 
 
 def run_step(job_id: str, name: str, phase: Phase = Phase.provision) -> str:
@@ -248,7 +249,8 @@ def _describe(err: BaseException) -> str:
 
 def start_job(job_id: str, phase: Phase) -> list[list[str]]:
     """Mark the job running and return its steps as waves (lists of steps that may run side by side)."""
-    with _WRITE_LOCK, transaction(_db_url()) as s:
+
+    def begin(s: Session) -> list[list[str]]:
         row = jobs.get_row(s, job_id)
         if phase is Phase.operation:
             jobs.set_operation_status(s, job_id, "running")
@@ -256,19 +258,19 @@ def start_job(job_id: str, phase: Phase) -> list[list[str]]:
             jobs.set_status(s, job_id, JobStatus.running)
         return waves(jobs.step_names(row, phase))
 
+    return _write(_db_url(), begin)
+
 
 def finish_job(job_id: str, phase: Phase, error: str | None) -> str:
     if phase is Phase.teardown:
         status = JobStatus.delete_failed if error else JobStatus.deleted
     else:
         status = JobStatus.failed if error else JobStatus.succeeded
-    with _WRITE_LOCK, transaction(_db_url()) as s:
+
+    def finish(s: Session) -> None:
         if phase is Phase.operation:
             jobs.set_operation_status(s, job_id, "failed" if error else "succeeded", error=error)
         jobs.set_status(s, job_id, status, error)
+
+    _write(_db_url(), finish)
     return status.value
-
-
-def job_summary(job_id: str) -> dict[str, Any]:
-    with transaction(_db_url()) as s:
-        return jobs.view(jobs.get_row(s, job_id)).to_json()

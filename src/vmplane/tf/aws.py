@@ -257,8 +257,7 @@ def _compute(spec: EnvSpec) -> list[Item]:
     lt.attr("update_default_version", True)
     lt.block("iam_instance_profile").attr("arn", E("aws_iam_instance_profile.vm.arn"))
     lt.comment("checkov:skip=CKV_AWS_341:hop limit 2 lets containers on the Docker bridge reach IMDSv2")
-    meta = lt.block("metadata_options")
-    meta.attr("http_tokens", "required").attr("http_endpoint", "enabled").attr("http_put_response_hop_limit", 2)
+    _imdsv2(lt)
     ebs = lt.block("block_device_mappings").attr("device_name", E("local.root_devices[each.key]")).block("ebs")
     ebs.attr("volume_size", E("each.value.diskGb")).attr("volume_type", "gp3")
     ebs.attr("encrypted", True).attr("delete_on_termination", True)
@@ -278,8 +277,7 @@ def _compute(spec: EnvSpec) -> list[Item]:
         tmpl.attr("id", E("aws_launch_template.pool[each.value.pool].id"))
         tmpl.attr("version", E("aws_launch_template.pool[each.value.pool].latest_version"))
         # The template's settings, stated on the instance too so policy checks see them.
-        meta = inst.block("metadata_options")
-        meta.attr("http_tokens", "required").attr("http_endpoint", "enabled").attr("http_put_response_hop_limit", 2)
+        _imdsv2(inst)
         root = inst.block("root_block_device")
         root.attr("volume_size", E("local.vm.pools[each.value.pool].diskGb")).attr("volume_type", "gp3")
         root.attr("encrypted", True).attr("delete_on_termination", True)
@@ -301,6 +299,12 @@ def _compute(spec: EnvSpec) -> list[Item]:
     if any(p.mode == "asg" for p in spec.pools.values()):
         out += _asg(lb)
     return out
+
+
+def _imdsv2(parent: Block) -> None:
+    """IMDSv2 only; hop limit 2 so containers on the Docker bridge still reach it (as the direct pipeline)."""
+    meta = parent.block("metadata_options")
+    meta.attr("http_tokens", "required").attr("http_endpoint", "enabled").attr("http_put_response_hop_limit", 2)
 
 
 def _ami_data() -> Block:

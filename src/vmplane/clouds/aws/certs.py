@@ -51,16 +51,8 @@ def request(aws: AwsClients, ctx: Context) -> None:
 
 
 def _find_job_certificate(aws: AwsClients, t: Tagger, domain: str) -> str | None:
-    with aws_errors():
-        pages = aws.acm.get_paginator("list_certificates").paginate(CertificateStatuses=_ACTIVE_CERT)
-        for page in pages:
-            for cert in page["CertificateSummaryList"]:
-                if cert.get("DomainName") != domain:
-                    continue
-                tags = aws.acm.list_tags_for_certificate(CertificateArn=cert["CertificateArn"]).get("Tags", [])
-                if any(x["Key"] == t.job_key and x.get("Value") == t.job_id for x in tags):
-                    return str(cert["CertificateArn"])
-    return None
+    found = job_certificates(aws, t, domain=domain, statuses=_ACTIVE_CERT)
+    return found[0][0] if found else None
 
 
 def _write_validation_record(aws: AwsClients, ctx: Context, arn: str) -> None:
@@ -108,11 +100,19 @@ def delete_job_certificates(aws: AwsClients, ctx: Context) -> None:
     ctx.save()
 
 
-def job_certificates(aws: AwsClients, t: Tagger) -> list[tuple[str, list[dict[str, str]]]]:
+def job_certificates(
+    aws: AwsClients, t: Tagger, *, domain: str | None = None, statuses: list[str] | None = None
+) -> list[tuple[str, list[dict[str, str]]]]:
+    """The job's certificates (ARN, tags); domain and status narrow the scan before any tag lookup."""
     out: list[tuple[str, list[dict[str, str]]]] = []
     with aws_errors():
-        for page in aws.acm.get_paginator("list_certificates").paginate():
+        pages = aws.acm.get_paginator("list_certificates").paginate(
+            **({"CertificateStatuses": statuses} if statuses else {})
+        )
+        for page in pages:
             for cert in page["CertificateSummaryList"]:
+                if domain is not None and cert.get("DomainName") != domain:
+                    continue
                 tags = aws.acm.list_tags_for_certificate(CertificateArn=cert["CertificateArn"]).get("Tags", [])
                 if any(x["Key"] == t.job_key and x.get("Value") == t.job_id for x in tags):
                     out.append((str(cert["CertificateArn"]), tags))

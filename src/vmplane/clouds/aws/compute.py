@@ -256,11 +256,7 @@ def _shrink_fixed_pool(aws: AwsClients, ctx: Context, pool_name: str, size: int)
 
 def _find_instance(aws: AwsClients, ctx: Context, name: str, known_id: str | None = None) -> dict[str, Any] | None:
     """The live instance named `name`; the recorded one first (during a rotation two share the name)."""
-    reservations = aws_call(
-        aws.ec2.describe_instances,
-        Filters=[*job_filters(ctx.tagger, "vm", name), {"Name": "instance-state-name", "Values": LIVE_STATES}],
-    )["Reservations"]
-    instances = [i for r in reservations for i in r["Instances"]]
+    instances = _instances_named(aws, ctx, name)
     instances.sort(key=lambda i: (i["InstanceId"] != known_id, i.get("LaunchTime", "")))
     return instances[0] if instances else None
 

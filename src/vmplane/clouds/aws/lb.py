@@ -318,14 +318,16 @@ def detach(aws: AwsClients, ctx: Context, *, keep_vms: bool) -> None:
         dns.delete_record(aws, rec)
         infra.DNSRecords = [r for r in infra.DNSRecords if r != rec]
         ctx.save()
-    lbs = _job_load_balancers(aws, t)
+    # One scan of the job's ELB resources serves the whole detach.
+    arns = [a for a, _ in job_elb_resources(aws, t)]
+    lbs = [a for a in arns if ":loadbalancer/" in a]
+    tgs = [a for a in arns if ":targetgroup/" in a]
     for arn in lbs:
         for listener in aws_call(aws.elbv2.describe_listeners, LoadBalancerArn=arn)["Listeners"]:
             with contextlib.suppress(NotFoundError):
                 aws_call(aws.elbv2.delete_listener, ListenerArn=listener["ListenerArn"])
     infra.ListenerArns = []
     ctx.save()
-    tgs = _job_target_groups(aws, t)
     for group in compute.job_scaling_groups(aws, t):
         for tg in tgs:
             with contextlib.suppress(NotFoundError, InvalidRequestError):
@@ -436,14 +438,6 @@ def job_elb_resources(aws: AwsClients, t: Tagger) -> list[tuple[str, list[dict[s
             for x in p["TargetGroups"]
         ]
     return _tagged_elb(aws, t, lbs) + _tagged_elb(aws, t, tgs)
-
-
-def _job_load_balancers(aws: AwsClients, t: Tagger) -> list[str]:
-    return [a for a, _ in job_elb_resources(aws, t) if ":loadbalancer/" in a]
-
-
-def _job_target_groups(aws: AwsClients, t: Tagger) -> list[str]:
-    return [a for a, _ in job_elb_resources(aws, t) if ":targetgroup/" in a]
 
 
 def leftovers(aws: AwsClients, t: Tagger, infra: InfraConfig) -> list[tuple[str, str]]:
