@@ -35,7 +35,7 @@ VMPLANE = [sys.executable, "-m", "vmplane"]
 
 
 def spec(i: int) -> dict[str, object]:
-    from vmplane.spec.load import load_spec
+    from vmplane.envspec.load import load_spec
 
     doc = load_spec(REPO / "examples" / "fixed.jsonc").model_dump(mode="json", by_alias=True, exclude_none=True)
     doc.update(name=f"bench-{i}", org="acme")

@@ -88,7 +88,7 @@ class Cli:
 def write_env(tmp_path: Path, name: str, org: str = "acme", example: str = "fixed.jsonc", **overrides: Any) -> Path:
     """A copy of an example with another identity (tests share one sandbox account). A load balancer's
     domain becomes <name>.sandbox.vmplane.test, in the sandbox account's hosted zone."""
-    from vmplane.spec.load import load_spec
+    from vmplane.envspec.load import load_spec
 
     spec = load_spec(EXAMPLES / example).model_dump(mode="json", by_alias=True, exclude_none=True)
     spec.update(name=name, org=org, **overrides)

@@ -34,7 +34,7 @@ from vmplane.bootstrap.cloudinit import (
     render_bootstrap_script,
     render_user_data,
 )
-from vmplane.spec.models import SENTINEL_PATH, BootstrapMode, EnvSpec
+from vmplane.envspec.models import SENTINEL_PATH, BootstrapMode, EnvSpec
 
 SCHEMA_FILE = Path("/usr/lib/python3/dist-packages/cloudinit/config/schemas/schema-cloud-config-v1.json")
 MODES = [BootstrapMode.nginx, BootstrapMode.bare]

@@ -13,8 +13,8 @@ import pytest
 from vmplane.bootstrap.cloudinit import NGINX_CONF_DIR
 from vmplane.bootstrap.runtime import RUNTIME_ENV_PATH, RUNTIME_HASH_PATH, render_push_script, runtime_hash
 from vmplane.clouds.base import CommandResult, Context, Tagger
+from vmplane.envspec.models import BootstrapMode, EnvSpec
 from vmplane.pipeline.runtime_push import RuntimePushError, push_runtime
-from vmplane.spec.models import BootstrapMode, EnvSpec
 from vmplane.state import InfraConfig, VMRecord, VMState
 
 CONF = f"{NGINX_CONF_DIR}/app.conf"

@@ -20,7 +20,7 @@ from tests.helpers import EXAMPLES, Cli, Sandbox, free_port
 from tests.integration.test_apply_destroy import job_resources
 from tests.integration.test_load_balancer import lb_parts
 
-from vmplane.spec.load import load_spec
+from vmplane.envspec.load import load_spec
 
 
 class Api:

@@ -8,7 +8,7 @@ import pytest
 from tests.helpers import Cli, Sandbox, write_env
 
 from vmplane.bootstrap.runtime import render_push_script
-from vmplane.spec.load import load_spec
+from vmplane.envspec.load import load_spec
 
 
 def pushed_scripts(sb: Sandbox, instance_id: str) -> list[str]:

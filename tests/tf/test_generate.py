@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from vmplane.bootstrap.cloudinit import render_user_data
+from vmplane.envspec.load import load_spec
+from vmplane.envspec.models import EnvSpec
 from vmplane.jobs.service import spec_json
-from vmplane.spec.load import load_spec
-from vmplane.spec.models import EnvSpec
 from vmplane.tf.generate import HEADER, SANDBOX_FILE, GenerateError, generate, write
 from vmplane.tf.hcl import Block, Expr, Heredoc, quote, render
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from vmplane.spec.load import load_spec
+from vmplane.envspec.load import load_spec
 from vmplane.tf.generate import generate, write
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

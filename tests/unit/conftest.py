@@ -13,8 +13,8 @@ import pytest
 from moto import mock_aws
 
 from vmplane.clouds.aws.session import FAULT_PAUSE_ENV, AwsClients, AwsTarget
-from vmplane.spec.load import load_spec
-from vmplane.spec.models import EnvSpec
+from vmplane.envspec.load import load_spec
+from vmplane.envspec.models import EnvSpec
 
 from .support import EXAMPLE, REGION
 

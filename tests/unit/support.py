@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from vmplane.clouds.base import Context, Tagger
-from vmplane.spec.models import EnvSpec
+from vmplane.envspec.models import EnvSpec
 from vmplane.state import InfraConfig
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "fixed.jsonc"

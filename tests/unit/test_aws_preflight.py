@@ -7,7 +7,7 @@ import pytest
 from vmplane.clouds.aws import preflight
 from vmplane.clouds.aws.session import AwsClients, AwsTarget
 from vmplane.clouds.errors import InvalidRequestError
-from vmplane.spec.models import Arch
+from vmplane.envspec.models import Arch
 
 from .support import ZONES, make_ctx, variant
 

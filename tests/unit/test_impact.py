@@ -1,4 +1,4 @@
-"""spec/impact.py: every field of the spec has an impact class, and diffs are classified by full path."""
+"""envspec/impact.py: every field of the spec has an impact class, and diffs are classified by full path."""
 
 from __future__ import annotations
 
@@ -6,12 +6,11 @@ import types
 import typing
 
 from pydantic import BaseModel
+from tests.unit.support import variant
 
+from vmplane.envspec.impact import Impact, classify, diff
+from vmplane.envspec.models import EnvSpec
 from vmplane.jobs.service import spec_json
-from vmplane.spec.impact import Impact, classify, diff
-from vmplane.spec.models import EnvSpec
-
-from .support import variant
 
 
 def _models_in(annotation: object) -> list[type[BaseModel]]:
@@ -50,7 +49,7 @@ def test_every_field_of_the_spec_has_an_impact_class():
     # The walk reaches every level: user-keyed maps, optional blocks and their nested objects.
     assert {"pools.*.image", "pools.*.min", "tags.*", "loadBalancer", "loadBalancer.healthCheck.path"} <= set(paths)
     missing = [p for p in paths if classify(p) is None]
-    assert missing == [], f"add these to spec/impact.py RULES: {missing}"
+    assert missing == [], f"add these to envspec/impact.py RULES: {missing}"
 
 
 def test_the_class_follows_where_the_value_ends_up():

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from vmplane.clouds.registry import Target
+from vmplane.envspec.models import EnvSpec, LoadBalancer
 from vmplane.jobs import operations as ops
 from vmplane.jobs import service as svc
 from vmplane.jobs.operations import Decision, OperationError
 from vmplane.jobs.service import JobConflictError, JobStatus, spec_json
 from vmplane.pipeline.plan import provision_steps
-from vmplane.spec.models import EnvSpec, LoadBalancer
 from vmplane.state import InfraConfig, VMRecord
 from vmplane.store import db
 

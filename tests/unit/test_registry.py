@@ -8,7 +8,7 @@ from vmplane.clouds.aws.driver import AwsDriver
 from vmplane.clouds.azure import AzureDriver
 from vmplane.clouds.errors import CloudError, ProviderInvalidError, UnsupportedError
 from vmplane.clouds.registry import Target, driver_for
-from vmplane.spec.models import Cloud
+from vmplane.envspec.models import Cloud
 
 from .support import make_ctx, variant
 

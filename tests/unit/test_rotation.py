@@ -11,8 +11,8 @@ from moto import settings as moto_settings
 from vmplane.clouds.aws import compute, rotation
 from vmplane.clouds.aws.driver import AwsDriver
 from vmplane.clouds.aws.session import AwsTarget
+from vmplane.envspec.models import EnvSpec
 from vmplane.jobs.service import spec_json
-from vmplane.spec.models import EnvSpec
 from vmplane.state import VMState
 
 from .support import JOB_ID, REGION, make_ctx, variant

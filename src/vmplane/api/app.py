@@ -23,6 +23,8 @@ from sqlalchemy.orm.exc import StaleDataError
 import vmplane
 from vmplane.api.schemas import AttachLb, DetachLb, PatchBody, Rotate, Scale, TokenRequest, Update, merge_patch
 from vmplane.clouds.registry import Target
+from vmplane.envspec.impact import CONSEQUENCE, Impact
+from vmplane.envspec.models import EnvSpec
 from vmplane.jobs import operations, tokens
 from vmplane.jobs import service as jobs
 from vmplane.jobs.operations import Decision, OperationError
@@ -36,8 +38,6 @@ from vmplane.jobs.service import (
 )
 from vmplane.jobs.tokens import Role
 from vmplane.settings import Settings
-from vmplane.spec.impact import CONSEQUENCE, Impact
-from vmplane.spec.models import EnvSpec
 from vmplane.store.db import transaction
 
 JOBS = "/provisioning-jobs"

@@ -7,8 +7,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from vmplane.envspec.models import LoadBalancer
 from vmplane.jobs.tokens import Role
-from vmplane.spec.models import LoadBalancer
 
 
 class _Op(BaseModel):

@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from vmplane.spec.models import SENTINEL_PATH, BootstrapMode, EnvSpec
+from vmplane.envspec.models import SENTINEL_PATH, BootstrapMode, EnvSpec
 
 USER_DATA_LIMIT_BYTES = 16384  # AWS limit on raw (pre-base64) user-data
 NETWORK_NAME = "nginx-on-zop-net"

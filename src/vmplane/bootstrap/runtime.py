@@ -15,7 +15,7 @@ import json
 import shlex
 
 from vmplane.bootstrap.cloudinit import NGINX_CONF_DIR, NGINX_CONTAINER_NAME
-from vmplane.spec.models import BootstrapMode, EnvSpec
+from vmplane.envspec.models import BootstrapMode, EnvSpec
 
 RUNTIME_ENV_PATH = "/etc/vmplane/runtime.env"
 RUNTIME_HASH_PATH = "/etc/vmplane/runtime.sha256"

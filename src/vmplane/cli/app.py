@@ -20,10 +20,10 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from vmplane.clouds.registry import Target
+    from vmplane.envspec.models import EnvSpec
     from vmplane.jobs.operations import OperationPlan
     from vmplane.jobs.service import JobView, Phase
     from vmplane.settings import Settings
-    from vmplane.spec.models import EnvSpec
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -68,7 +68,7 @@ def _settings() -> Settings:
 
 
 def _load(path: Path) -> EnvSpec:
-    from vmplane.spec.load import SpecError, load_spec
+    from vmplane.envspec.load import SpecError, load_spec
 
     try:
         return load_spec(path)
@@ -170,8 +170,8 @@ def init(
     force: Annotated[bool, typer.Option(help="Overwrite an existing file.")] = False,
 ) -> None:
     """Write a commented starter vmplane.env.jsonc and its local JSON Schema."""
-    from vmplane.spec.schema import write_schema
-    from vmplane.spec.starter import render_starter
+    from vmplane.envspec.schema import write_schema
+    from vmplane.envspec.starter import render_starter
 
     if file.exists() and not force:
         _die(f"{file} exists; use --force to overwrite it", EXIT_USAGE)
@@ -191,7 +191,7 @@ def schema(
     stdout: Annotated[bool, typer.Option("--stdout", help="Print the schema instead of writing it.")] = False,
 ) -> None:
     """Write the JSON Schema that editors use to validate and complete environment files."""
-    from vmplane.spec.schema import env_json_schema, write_schema
+    from vmplane.envspec.schema import env_json_schema, write_schema
 
     if stdout:
         import json

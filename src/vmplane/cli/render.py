@@ -9,9 +9,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from vmplane.envspec.impact import Change
 from vmplane.jobs.service import JobView, Phase, StepRecord, StepStatus
 from vmplane.pipeline.plan import Action, Plan
-from vmplane.spec.impact import Change
 
 SYMBOL_STYLE = {Action.create: "green", Action.update: "yellow", Action.destroy: "red", Action.replace: "magenta"}
 STEP_MARK = {
@@ -37,7 +37,7 @@ IMPACT_STYLE = {"runtime": "cyan", "vm": "yellow", "cloud": "green", "identity":
 
 def show_changes(con: Console, changes: list[Change], refusals: list[str]) -> None:
     """The changed fields grouped by impact, each with what applying it does."""
-    from vmplane.spec.impact import CONSEQUENCE, Impact
+    from vmplane.envspec.impact import CONSEQUENCE, Impact
 
     for impact in Impact:
         group = [c for c in changes if c.impact is impact]

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from vmplane.spec.models import EnvSpec
+from vmplane.envspec.models import EnvSpec
 from vmplane.state import InfraConfig
 
 MANAGED_BY = "vmplane"

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict
 
 from vmplane.clouds.base import CloudDriver
 from vmplane.clouds.errors import UnsupportedError
-from vmplane.spec.models import Cloud, EnvSpec
+from vmplane.envspec.models import Cloud, EnvSpec
 
 
 class Target(BaseModel):

@@ -15,6 +15,8 @@ from typing import Any
 
 from vmplane.clouds.base import CommandResult
 from vmplane.clouds.registry import Target
+from vmplane.envspec.impact import CONSEQUENCE, Change, Impact, diff
+from vmplane.envspec.models import AsgPool, EnvSpec, FixedPool, LoadBalancer
 from vmplane.jobs import service as jobs
 from vmplane.jobs.service import JobConflictError, JobStatus, JobView, OperationRecord, Phase
 from vmplane.pipeline.plan import (
@@ -28,8 +30,6 @@ from vmplane.pipeline.plan import (
     teardown_plan,
 )
 from vmplane.settings import Settings
-from vmplane.spec.impact import CONSEQUENCE, Change, Impact, diff
-from vmplane.spec.models import AsgPool, EnvSpec, FixedPool, LoadBalancer
 from vmplane.store.db import transaction
 
 ACTIVE_WORKFLOW = {"PENDING", "ENQUEUED"}

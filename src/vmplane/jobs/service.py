@@ -16,7 +16,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from vmplane.clouds.registry import Target
-from vmplane.spec.models import EnvSpec
+from vmplane.envspec.models import EnvSpec
 from vmplane.state import InfraConfig
 from vmplane.store.models import EnvironmentRow, JobRow
 

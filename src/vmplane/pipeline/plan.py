@@ -12,7 +12,7 @@ from enum import StrEnum
 from typing import Any
 
 from vmplane.clouds.base import vm_role_name
-from vmplane.spec.models import AsgPool, EnvSpec, FixedPool
+from vmplane.envspec.models import AsgPool, EnvSpec, FixedPool
 from vmplane.state import InfraConfig
 
 # The seed's pipeline, names verbatim: 7 steps, 11 with a load balancer.

@@ -8,7 +8,7 @@ presence of a load balancer and which pool modes exist change the structure.
 from __future__ import annotations
 
 from vmplane.clouds.aws.preflight import IMAGE_ALIASES
-from vmplane.spec.models import EnvSpec
+from vmplane.envspec.models import EnvSpec
 from vmplane.tf.hcl import Block, Comment, Expr, Item
 
 PROVIDER_VERSION = "5.100.0"

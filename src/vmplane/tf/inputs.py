@@ -1,6 +1,6 @@
 """The spec's values as Terraform locals, one file per impact class.
 
-Every leaf of the spec goes to the inputs file of its impact class (spec/impact.py), so a change to one
+Every leaf of the spec goes to the inputs file of its impact class (envspec/impact.py), so a change to one
 field changes exactly one inputs file and the file name says what applying it does:
 `inputs.runtime.tf` (pushed to VMs), `inputs.vm.tf` (a new template version), `inputs.infra.tf` (cloud
 resources in place, and the identity values that cannot change in place). `main.tf` reads them as
@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from vmplane.bootstrap.cloudinit import render_user_data
-from vmplane.spec.impact import USER_KEYED, Impact, classify
-from vmplane.spec.models import EnvSpec
+from vmplane.envspec.impact import USER_KEYED, Impact, classify
+from vmplane.envspec.models import EnvSpec
 from vmplane.tf.hcl import Block, Comment, Heredoc, Item
 
 SKIP = {"$schema"}  # editor hint: no effect on any resource

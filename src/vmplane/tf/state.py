@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from vmplane.clouds.aws.errors import aws_errors
 from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.errors import CloudError, NotFoundError
-from vmplane.spec.models import EnvSpec
+from vmplane.envspec.models import EnvSpec
 
 
 class StateExistsError(RuntimeError):

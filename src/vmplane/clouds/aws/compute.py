@@ -23,7 +23,7 @@ from vmplane.clouds.errors import (
     TransientError,
 )
 from vmplane.clouds.waits import poll, retry
-from vmplane.spec.models import AsgPool, FixedPool
+from vmplane.envspec.models import AsgPool, FixedPool
 from vmplane.state import InfraConfig, VMRecord, VMState
 
 LIVE_STATES = ["pending", "running", "stopping", "stopped"]

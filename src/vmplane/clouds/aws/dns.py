@@ -11,7 +11,7 @@ from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.base import Context
 from vmplane.clouds.errors import InvalidRequestError, NotFoundError
 from vmplane.clouds.waits import poll
-from vmplane.spec.models import LoadBalancer
+from vmplane.envspec.models import LoadBalancer
 from vmplane.state import DnsRecord
 
 DNS_TIMEOUT = 300.0

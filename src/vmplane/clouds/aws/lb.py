@@ -26,7 +26,7 @@ from vmplane.clouds.errors import (
     NotFoundError,
 )
 from vmplane.clouds.waits import poll, retry
-from vmplane.spec.models import AsgPool, CertSource, EnvSpec, LoadBalancer
+from vmplane.envspec.models import AsgPool, CertSource, EnvSpec, LoadBalancer
 from vmplane.state import InfraConfig
 
 HTTPS_PORT = 443

@@ -6,7 +6,7 @@ from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.base import Context
 from vmplane.clouds.errors import InvalidRequestError, NotFoundError
-from vmplane.spec.models import Arch
+from vmplane.envspec.models import Arch
 from vmplane.state import PoolImage
 
 AWS_ARCH = {Arch.amd64: "x86_64", Arch.arm64: "arm64"}

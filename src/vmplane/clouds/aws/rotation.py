@@ -11,7 +11,7 @@ from vmplane.clouds.aws import compute
 from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.base import Context
 from vmplane.clouds.errors import UnsupportedError
-from vmplane.spec.models import AsgPool
+from vmplane.envspec.models import AsgPool
 
 
 def health_timeout(ctx: Context) -> float:

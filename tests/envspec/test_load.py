@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from vmplane.spec.load import SpecError, SpecIssue, load_spec, parse_spec_text
-from vmplane.spec.models import AsgPool, EnvSpec, FixedPool
-from vmplane.spec.starter import render_starter
+from vmplane.envspec.load import SpecError, SpecIssue, load_spec, parse_spec_text
+from vmplane.envspec.models import AsgPool, EnvSpec, FixedPool
+from vmplane.envspec.starter import render_starter
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "fixed.jsonc"
 
@@ -348,7 +348,7 @@ def test_starter_rejects_bad_input(name, org, region, match):
 
 def test_loader_does_not_import_heavy_packages():
     code = (
-        "import sys, vmplane.spec.load, vmplane.spec.schema, vmplane.spec.starter;"
+        "import sys, vmplane.envspec.load, vmplane.envspec.schema, vmplane.envspec.starter;"
         "heavy = sorted(m for m in ('boto3', 'botocore', 'dbos', 'moto', 'sqlalchemy', 'typer')"
         " if m in sys.modules);"
         "print(','.join(heavy))"

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from vmplane.spec.jsonc import MAX_DEPTH, JsoncSyntaxError, parse_jsonc
+from vmplane.envspec.jsonc import MAX_DEPTH, JsoncSyntaxError, parse_jsonc
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "fixed.jsonc"
 

@@ -6,9 +6,9 @@ from typing import Any
 import jsonschema
 import pytest
 
-from vmplane.spec.jsonc import parse_jsonc
-from vmplane.spec.schema import SCHEMA_FILENAME, env_json_schema, write_schema
-from vmplane.spec.starter import render_starter
+from vmplane.envspec.jsonc import parse_jsonc
+from vmplane.envspec.schema import SCHEMA_FILENAME, env_json_schema, write_schema
+from vmplane.envspec.starter import render_starter
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "fixed.jsonc"
 

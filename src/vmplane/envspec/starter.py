@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from vmplane.spec.models import DNS_LABEL
+from vmplane.envspec.models import DNS_LABEL
 
 _DNS_LABEL_RE = re.compile(DNS_LABEL)
 _REGION_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")

@@ -19,8 +19,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from vmplane.spec.jsonc import JsoncSyntaxError, JsonPath, Position, Positions, parse_jsonc
-from vmplane.spec.models import DNS_LABEL, EnvSpec
+from vmplane.envspec.jsonc import JsoncSyntaxError, JsonPath, Position, Positions, parse_jsonc
+from vmplane.envspec.models import DNS_LABEL, EnvSpec
 
 _PLAIN_KEY_RE = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$-]*$")
 _QUOTED_RE = re.compile(r"'([^']*)'")

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from vmplane.spec.models import DNS_LABEL, EnvSpec
+from vmplane.envspec.models import DNS_LABEL, EnvSpec
 
 SCHEMA_FILENAME = "vmplane.env.schema.json"
 SCHEMA_ID = "urn:vmplane:schema:env"
