@@ -8,12 +8,12 @@ from datetime import datetime
 import pytest
 from sqlalchemy import inspect, text
 
-from vmplane.clouds.registry import Target
 from vmplane.jobs import service as svc
 from vmplane.jobs.service import JobConflictError, JobNotFoundError, JobStatus, Phase, StepStatus
 from vmplane.pipeline.plan import PROVISION_STEPS, TEARDOWN_STEPS
 from vmplane.state import InfraConfig
 from vmplane.store import db
+from vmplane.target import Target
 
 from .support import variant
 

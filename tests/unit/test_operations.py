@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from vmplane.clouds.registry import Target
 from vmplane.envspec.models import EnvSpec, LoadBalancer
 from vmplane.jobs import operations as ops
 from vmplane.jobs import service as svc
@@ -13,6 +12,7 @@ from vmplane.jobs.service import JobConflictError, JobStatus, spec_json
 from vmplane.pipeline.plan import provision_steps
 from vmplane.state import InfraConfig, VMRecord
 from vmplane.store import db
+from vmplane.target import Target
 
 from .support import variant
 

@@ -7,8 +7,9 @@ import pytest
 from vmplane.clouds.aws.driver import AwsDriver
 from vmplane.clouds.azure import AzureDriver
 from vmplane.clouds.errors import CloudError, ProviderInvalidError, UnsupportedError
-from vmplane.clouds.registry import Target, driver_for
+from vmplane.clouds.registry import driver_for
 from vmplane.envspec.models import Cloud
+from vmplane.target import Target
 
 from .support import make_ctx, variant
 

@@ -22,7 +22,6 @@ from sqlalchemy.orm.exc import StaleDataError
 
 import vmplane
 from vmplane.api.schemas import AttachLb, DetachLb, PatchBody, Rotate, Scale, TokenRequest, Update, merge_patch
-from vmplane.clouds.registry import Target
 from vmplane.envspec.impact import CONSEQUENCE, Impact
 from vmplane.envspec.models import EnvSpec
 from vmplane.jobs import operations, tokens
@@ -39,6 +38,7 @@ from vmplane.jobs.service import (
 from vmplane.jobs.tokens import Role
 from vmplane.settings import Settings
 from vmplane.store.db import transaction
+from vmplane.target import Target
 
 JOBS = "/provisioning-jobs"
 

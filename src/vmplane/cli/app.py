@@ -19,11 +19,11 @@ import typer
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from vmplane.clouds.registry import Target
     from vmplane.envspec.models import EnvSpec
     from vmplane.jobs.operations import OperationPlan
     from vmplane.jobs.service import JobView, Phase
     from vmplane.settings import Settings
+    from vmplane.target import Target
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -80,7 +80,7 @@ def _load(path: Path) -> EnvSpec:
 
 
 def _target(spec: EnvSpec, sandbox: bool, con: Console) -> Target:
-    from vmplane.clouds.registry import Target
+    from vmplane.target import Target
 
     if not sandbox:
         return Target.for_spec(spec, None)
@@ -222,9 +222,9 @@ def plan(file: FileOpt, sandbox: SandboxOpt = False, output: OutputOpt = "text")
     """Show the steps and resources `apply` would run and create, or for an applied environment each
     changed field with its impact (runtime, vm, cloud, identity) and what applying it does."""
     from vmplane.cli.render import consoles, print_json, show_changes, show_plan
-    from vmplane.clouds.registry import Target
     from vmplane.jobs import operations
     from vmplane.jobs.operations import Decision
+    from vmplane.target import Target
 
     json_output = _json(output)
     con, _ = consoles(json_output)

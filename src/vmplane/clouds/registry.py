@@ -1,42 +1,13 @@
-"""Where a job runs (a cloud account or the sandbox) and which driver serves it."""
+"""Which driver serves a target."""
 
 from __future__ import annotations
 
 from functools import lru_cache
 
-from pydantic import BaseModel, ConfigDict
-
 from vmplane.clouds.base import CloudDriver
 from vmplane.clouds.errors import UnsupportedError
-from vmplane.envspec.models import Cloud, EnvSpec
-
-
-class Target(BaseModel):
-    """Recorded on the job so a resumed or recovered workflow talks to the same endpoint."""
-
-    model_config = ConfigDict(frozen=True)
-
-    cloud: Cloud
-    region: str
-    profile: str | None = None
-    endpoint_url: str | None = None  # the sandbox's; None for the real cloud
-
-    @property
-    def sandbox(self) -> bool:
-        return self.endpoint_url is not None
-
-    @classmethod
-    def for_spec(cls, spec: EnvSpec, sandbox_endpoint: str | None) -> Target:
-        return cls(
-            cloud=spec.provider.cloud,
-            region=spec.provider.region,
-            profile=None if sandbox_endpoint else spec.provider.profile,
-            endpoint_url=sandbox_endpoint,
-        )
-
-    def describe(self) -> str:
-        where = f"sandbox at {self.endpoint_url}" if self.sandbox else self.cloud.value
-        return f"{where} ({self.region})"
+from vmplane.envspec.models import Cloud
+from vmplane.target import Target
 
 
 @lru_cache(maxsize=16)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from enum import StrEnum
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
@@ -297,3 +297,8 @@ class EnvSpec(SpecModel):
     @property
     def exec_mode(self) -> ExecMode:
         return self.exec_.mode or DEFAULT_EXEC_MODE[self.provider.cloud]
+
+
+def spec_json(spec: EnvSpec) -> dict[str, Any]:
+    """The spec as the job records it (camelCase, defaults filled in, unset optionals left out)."""
+    return spec.model_dump(mode="json", by_alias=True, exclude_none=True)

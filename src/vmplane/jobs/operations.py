@@ -14,7 +14,6 @@ from enum import StrEnum
 from typing import Any
 
 from vmplane.clouds.base import CommandResult
-from vmplane.clouds.registry import Target
 from vmplane.envspec.impact import CONSEQUENCE, Change, Impact, diff
 from vmplane.envspec.models import AsgPool, EnvSpec, FixedPool, LoadBalancer
 from vmplane.jobs import service as jobs
@@ -31,6 +30,7 @@ from vmplane.pipeline.plan import (
 )
 from vmplane.settings import Settings
 from vmplane.store.db import transaction
+from vmplane.target import Target
 
 ACTIVE_WORKFLOW = {"PENDING", "ENQUEUED"}
 

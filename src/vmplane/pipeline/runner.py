@@ -20,12 +20,12 @@ from sqlalchemy.orm.exc import StaleDataError
 from vmplane.clouds.base import API_CALLS, CloudDriver, Context, Tagger
 from vmplane.clouds.registry import driver_for
 from vmplane.envspec.models import BootstrapMode
-from vmplane.jobs import service as jobs
-from vmplane.jobs.service import JobStatus, JobView, Phase, StepStatus
 from vmplane.pipeline.plan import waves
 from vmplane.pipeline.runtime_push import RuntimePushError, push_runtime
 from vmplane.state import VMState
+from vmplane.store import job_rows as jobs
 from vmplane.store.db import transaction
+from vmplane.store.job_records import JobStatus, JobView, Phase, StepStatus
 
 T = TypeVar("T")
 StepFn = Callable[[CloudDriver, Context, JobView], None]

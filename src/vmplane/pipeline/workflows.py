@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dbos import DBOS
 
-from vmplane.jobs.service import Phase
 from vmplane.pipeline import runner
+from vmplane.store.job_records import Phase
 
 
 @DBOS.step(retries_allowed=False)

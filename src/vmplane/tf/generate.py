@@ -13,9 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import vmplane
-from vmplane.envspec.models import Cloud, EnvSpec
+from vmplane.envspec.models import Cloud, EnvSpec, spec_json
 from vmplane.envspec.schema import SCHEMA_FILENAME, env_json_schema
-from vmplane.jobs.service import spec_json
 from vmplane.tf import aws, state
 from vmplane.tf.hcl import Block, Item, render
 from vmplane.tf.inputs import input_files

@@ -1,0 +1,1 @@
+"""The environment as a managed OpenTofu/Terraform stack."""
