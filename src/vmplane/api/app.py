@@ -22,18 +22,18 @@ from sqlalchemy.orm.exc import StaleDataError
 
 import vmplane
 from vmplane.api.schemas import AttachLb, DetachLb, PatchBody, Rotate, Scale, TokenRequest, Update, merge_patch
+from vmplane.clouds.errors import CloudError
 from vmplane.envspec.impact import CONSEQUENCE, Impact
 from vmplane.envspec.models import EnvSpec
+from vmplane.errors import VmplaneError
 from vmplane.jobs import operations, tokens
 from vmplane.jobs import service as jobs
-from vmplane.jobs.operations import Decision, OperationError
+from vmplane.jobs.operations import Decision
 from vmplane.jobs.service import (
     JobConflictError,
-    JobNotFoundError,
     JobStatus,
     JobView,
     Phase,
-    PreconditionFailedError,
 )
 from vmplane.jobs.tokens import Role
 from vmplane.settings import Settings
@@ -54,20 +54,17 @@ def _problem(status: int, detail: str, **extra: Any) -> HTTPException:
 
 @contextmanager
 def _domain_errors(if_match: bool = False) -> Iterator[None]:
+    """Every domain error answers with the HTTP status its class carries (vmplane/errors.py)."""
     try:
         yield
-    except JobNotFoundError as err:
-        raise _problem(404, str(err)) from None
-    except PreconditionFailedError as err:
-        raise _problem(412, str(err)) from None
     except StaleDataError:
         # Another writer committed between our read and our write; ours was not applied.
         status = 412 if if_match else 409
         raise _problem(status, "the job changed while this request ran; read it again and retry") from None
-    except JobConflictError as err:
-        raise _problem(409, str(err)) from None
-    except OperationError as err:
-        raise _problem(422, str(err)) from None
+    except VmplaneError as err:
+        if isinstance(err, CloudError):
+            raise  # a cloud failure inside a request is the server's problem, logged by the handler
+        raise _problem(err.http_status, str(err)) from None
 
 
 def _etag(job: JobView) -> str:

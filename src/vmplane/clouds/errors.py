@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from vmplane.errors import VmplaneError
 
-class CloudError(Exception):
+
+class CloudError(VmplaneError):
     """Base of every cloud failure. `retryable` marks errors worth another attempt."""
 
     retryable = False
+    http_status = 502  # the cloud, not the caller, failed
 
     def __init__(self, message: str, *, code: str | None = None, operation: str | None = None) -> None:
         super().__init__(message)

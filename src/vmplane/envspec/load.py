@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from vmplane.envspec.jsonc import JsoncSyntaxError, JsonPath, Position, Positions, parse_jsonc
 from vmplane.envspec.models import DNS_LABEL, EnvSpec
+from vmplane.errors import UsageError
 
 _PLAIN_KEY_RE = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$-]*$")
 _QUOTED_RE = re.compile(r"'([^']*)'")
@@ -53,7 +54,7 @@ class SpecIssue:
     col: int
 
 
-class SpecError(Exception):
+class SpecError(UsageError):
     """A spec file that cannot be used; `issues` holds every problem found, sorted by position."""
 
     def __init__(self, file: str, issues: Iterable[SpecIssue]) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 from vmplane.clouds.base import CommandResult
 from vmplane.envspec.impact import CONSEQUENCE, Change, Impact, diff
 from vmplane.envspec.models import AsgPool, EnvSpec, FixedPool, LoadBalancer
+from vmplane.errors import UsageError
 from vmplane.jobs import service as jobs
 from vmplane.jobs.service import JobConflictError, JobStatus, JobView, OperationRecord, Phase
 from vmplane.pipeline.plan import (
@@ -298,7 +299,7 @@ def exec_command(target: ExecTarget, command: str, timeout: float) -> CommandRes
 # ---- operations on a provisioned job (vmOp) --------------------------------------------------------
 
 
-class OperationError(ValueError):
+class OperationError(UsageError):
     """An operation's arguments do not fit the environment (exit code 2, HTTP 422)."""
 
 

@@ -20,6 +20,7 @@ from sqlalchemy.orm.exc import StaleDataError
 from vmplane.clouds.base import API_CALLS, CloudDriver, Context, Tagger
 from vmplane.clouds.registry import driver_for
 from vmplane.envspec.models import BootstrapMode
+from vmplane.errors import VmplaneError
 from vmplane.pipeline.plan import waves
 from vmplane.pipeline.runtime_push import RuntimePushError, push_runtime
 from vmplane.state import VMState
@@ -32,7 +33,7 @@ StepFn = Callable[[CloudDriver, Context, JobView], None]
 MAX_LOG_LINES = 50
 
 
-class StepFailedError(RuntimeError):
+class StepFailedError(VmplaneError):
     """A step failed; the message is what the user sees (never a credential or a signed request)."""
 
 

@@ -9,13 +9,14 @@ from __future__ import annotations
 from vmplane.bootstrap.runtime import render_push_script, runtime_hash
 from vmplane.clouds.base import CloudDriver, Context
 from vmplane.clouds.errors import InvalidRequestError
+from vmplane.errors import VmplaneError
 from vmplane.state import VMState
 
 MAX_SCRIPT_BYTES = 48 * 1024  # SSM Run Command parameters are limited; files this large belong in an image
 PUSH_TIMEOUT = 300.0
 
 
-class RuntimePushError(RuntimeError):
+class RuntimePushError(VmplaneError):
     pass
 
 

@@ -14,12 +14,13 @@ import urllib.request
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from vmplane.errors import VmplaneError
 from vmplane.settings import Settings
 
 START_TIMEOUT = 30.0
 
 
-class SandboxError(RuntimeError):
+class SandboxError(VmplaneError):
     pass
 
 

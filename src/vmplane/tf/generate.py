@@ -15,6 +15,7 @@ from pathlib import Path
 import vmplane
 from vmplane.envspec.models import Cloud, EnvSpec, spec_json
 from vmplane.envspec.schema import SCHEMA_FILENAME, env_json_schema
+from vmplane.errors import UsageError
 from vmplane.tf import aws, state
 from vmplane.tf.hcl import Block, Item, render
 from vmplane.tf.inputs import input_files
@@ -27,7 +28,7 @@ HEADER = (
 SANDBOX_FILE = f"{PREFIX}sandbox_override.tf"
 
 
-class GenerateError(ValueError):
+class GenerateError(UsageError):
     """The spec asks for something the generated stack does not support (exit code 2)."""
 
 

@@ -16,9 +16,10 @@ from vmplane.clouds.aws.errors import aws_errors
 from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.errors import CloudError, NotFoundError
 from vmplane.envspec.models import EnvSpec
+from vmplane.errors import StateConflictError
 
 
-class StateExistsError(RuntimeError):
+class StateExistsError(StateConflictError):
     """Another stack (or an earlier init) already owns the state object; nothing was written."""
 
 
