@@ -9,8 +9,9 @@ field is a model extension, not a migration: the whole object is one JSON column
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_validator
 
 
 class VMState(StrEnum):
@@ -40,17 +41,18 @@ class VMRecord(StateModel):
     ReplacementID: str | None = None
 
 
-class PoolImage(StateModel):
-    ImageID: str
-    RootDeviceName: str = "/dev/xvda"
+class CloudInfra(StateModel):
+    """The cloud's own ids (VPC parts and ARNs on AWS; routers, firewall rules, backend services on GCP).
+
+    The driver of `Kind` owns the fields: it upgrades this base to its own model on first use (see the
+    driver's `ids()` accessor), and `extra="allow"` keeps every field through a round trip in between.
+    """
+
+    Kind: str = ""
 
 
-class DnsRecord(StateModel):
-    """A Route53 record vmplane wrote (records cannot carry tags, so teardown works from this list)."""
-
-    ZoneID: str
-    Name: str
-    Type: str
+# Records written before the cloud sub-model existed kept these neutral values under AWS names.
+_LEGACY_NAMES = {"VpcID": "NetworkID", "VpcCreated": "NetworkCreated", "PrivateSubnetIDs": "VMSubnetIDs"}
 
 
 class InfraConfig(StateModel):
@@ -58,44 +60,30 @@ class InfraConfig(StateModel):
     VMs: list[VMRecord] = Field(default_factory=list)
     VMSecurityGroupID: str | None = None
     LoadBalancerID: str | None = None
-    ScalingGroupID: dict[str, str] = Field(default_factory=dict)
-    LaunchTemplateID: dict[str, str] = Field(default_factory=dict)
+    ScalingGroupID: dict[str, str] = Field(default_factory=dict)  # pool -> ASG name / MIG name
+    LaunchTemplateID: dict[str, str] = Field(default_factory=dict)  # pool -> template id
     ExistingResourceGroup: str | None = None
     BootstrapNginxReady: bool = False
     # Where and how
     ExecMode: str | None = None
-    AccountID: str | None = None
     Region: str | None = None
     Zones: list[str] = Field(default_factory=list)
-    Images: dict[str, PoolImage] = Field(default_factory=dict)
-    # Network
-    VpcID: str | None = None
-    VpcCidr: str | None = None
-    VpcCreated: bool = False  # False for an existing VPC: teardown must never touch it
-    InternetGatewayID: str | None = None
-    NatGatewayIDs: list[str] = Field(default_factory=list)
-    ElasticIPAllocationIDs: list[str] = Field(default_factory=list)
-    PublicSubnetIDs: list[str] = Field(default_factory=list)
-    PrivateSubnetIDs: list[str] = Field(default_factory=list)
-    PublicRouteTableID: str | None = None
-    PrivateRouteTableID: str | None = None
-    # Identity
-    RoleName: str | None = None
-    InstanceProfileName: str | None = None
-    InstanceProfileArn: str | None = None
+    # Neutral shape every cloud fills: the network the VMs live in and whether vmplane made it
+    NetworkID: str | None = None
+    NetworkCreated: bool = False  # False for an existing network: teardown must never touch it
+    VMSubnetIDs: list[str] = Field(default_factory=list)
+    # The current template version per pool (a VM launched from an older one is outdated)
     LaunchTemplateVersion: dict[str, int] = Field(default_factory=dict)
-    # Load balancer (LoadBalancerID above is the ALB's ARN)
-    LoadBalancerName: str | None = None
-    LoadBalancerDNSName: str | None = None
-    LoadBalancerZoneID: str | None = None  # the ALB's canonical hosted zone, for the alias record
-    LoadBalancerSecurityGroupID: str | None = None
-    TargetGroupArn: str | None = None
-    ListenerArns: list[str] = Field(default_factory=list)
-    CertificateArn: str | None = None
-    CertificateRequested: bool = False  # True when vmplane requested it (and so deletes it)
-    CertificateRequestToken: str | None = None  # ACM idempotency token of the request in flight
-    HostedZoneID: str | None = None
-    DNSRecords: list[DnsRecord] = Field(default_factory=list)
+    LoadBalancerDNSName: str | None = None  # what the domain's record points at
+    # The cloud's own ids, owned by its driver
+    Cloud: SerializeAsAny[CloudInfra] = Field(default_factory=CloudInfra)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "Cloud" not in data and any(k in data for k in _LEGACY_NAMES):
+            data = {_LEGACY_NAMES.get(k, k): v for k, v in data.items()}
+        return data
 
     def outdated_vms(self) -> list[VMRecord]:
         """Running VMs launched from an older launch template version than their pool's current one."""

@@ -12,7 +12,8 @@ import pytest
 
 from vmplane.bootstrap.cloudinit import NGINX_CONF_DIR
 from vmplane.bootstrap.runtime import RUNTIME_ENV_PATH, RUNTIME_HASH_PATH, render_push_script, runtime_hash
-from vmplane.clouds.base import CommandResult, Context, Tagger
+from vmplane.clouds.aws.driver import AwsDriver
+from vmplane.clouds.base import CommandResult, CommandStatus, Context, Tagger
 from vmplane.envspec.models import BootstrapMode, EnvSpec
 from vmplane.pipeline.runtime_push import RuntimePushError, push_runtime
 from vmplane.state import InfraConfig, VMRecord, VMState
@@ -102,6 +103,8 @@ def test_multiline_env_values_are_refused() -> None:
 class FakeDriver:
     """Stands in for the exec channel: records what was sent, answers per instance."""
 
+    capabilities = AwsDriver.capabilities
+
     def __init__(self, fail: set[str] | None = None) -> None:
         self.sent: list[tuple[list[str], list[str]]] = []
         self.fail = fail or set()
@@ -111,7 +114,13 @@ class FakeDriver:
     ) -> list[CommandResult]:
         self.sent.append((ids, commands))
         return [
-            CommandResult(i, "Failed" if i in self.fail else "Success", 1 if i in self.fail else 0, "", "disk full")
+            CommandResult(
+                i,
+                CommandStatus.failed if i in self.fail else CommandStatus.success,
+                1 if i in self.fail else 0,
+                "",
+                "disk full",
+            )
             for i in ids
         ]
 

@@ -96,8 +96,8 @@ def test_apply_then_destroy_fixed_pool(cli: Cli, sandbox: Sandbox, tmp_path) -> 
 
     ec2 = sandbox.client("ec2")
     found = job_resources(sandbox, job_id)
-    private = set(infra["PrivateSubnetIDs"])
-    public = set(infra["PublicSubnetIDs"])
+    private = set(infra["VMSubnetIDs"])
+    public = set(infra["Cloud"]["PublicSubnetIDs"])
     assert len(private) == 2 and len(public) == 2
 
     # VMs: in private subnets, spread over both AZs, no public IP.
@@ -141,8 +141,10 @@ def test_apply_then_destroy_fixed_pool(cli: Cli, sandbox: Sandbox, tmp_path) -> 
     routes = {
         rt["RouteTableId"]: {r.get("DestinationCidrBlock"): r for r in rt["Routes"]} for rt in found["route_tables"]
     }
-    assert routes[infra["PrivateRouteTableID"]]["0.0.0.0/0"]["NatGatewayId"] == infra["NatGatewayIDs"][0]
-    assert routes[infra["PublicRouteTableID"]]["0.0.0.0/0"]["GatewayId"] == infra["InternetGatewayID"]
+    assert (
+        routes[infra["Cloud"]["PrivateRouteTableID"]]["0.0.0.0/0"]["NatGatewayId"] == infra["Cloud"]["NatGatewayIDs"][0]
+    )
+    assert routes[infra["Cloud"]["PublicRouteTableID"]]["0.0.0.0/0"]["GatewayId"] == infra["Cloud"]["InternetGatewayID"]
     assert len(found["nat"]) == 1 and found["nat"][0]["SubnetId"] in public
 
     # The VM security group: nothing on port 22, nothing from 0.0.0.0/0, only the VPC CIDR.
@@ -153,7 +155,7 @@ def test_apply_then_destroy_fixed_pool(cli: Cli, sandbox: Sandbox, tmp_path) -> 
             "-1",
         )
         assert perm["IpProtocol"] != "-1"
-        assert all(r["CidrIp"] == infra["VpcCidr"] for r in perm.get("IpRanges", []))
+        assert all(r["CidrIp"] == infra["Cloud"]["VpcCidr"] for r in perm.get("IpRanges", []))
         assert not perm.get("Ipv6Ranges")
     assert {(p["FromPort"], p["ToPort"]) for p in sg["IpPermissions"]} == {(80, 80)}
     assert all({i["GroupId"] for i in inst["SecurityGroups"]} == {sg["GroupId"]} for inst in instances)
@@ -164,7 +166,7 @@ def test_apply_then_destroy_fixed_pool(cli: Cli, sandbox: Sandbox, tmp_path) -> 
         "LaunchTemplateVersions"
     ][0]["LaunchTemplateData"]
     assert data["MetadataOptions"]["HttpTokens"] == "required"
-    assert data["IamInstanceProfile"]["Arn"].endswith(f"instance-profile/{infra['InstanceProfileName']}")
+    assert data["IamInstanceProfile"]["Arn"].endswith(f"instance-profile/{infra['Cloud']['InstanceProfileName']}")
     assert data["BlockDeviceMappings"][0]["Ebs"]["Encrypted"] is True
     assert "KeyName" not in data  # no key pair, ever
     assert all("KeyName" not in i for i in instances)
@@ -178,12 +180,12 @@ def test_apply_then_destroy_fixed_pool(cli: Cli, sandbox: Sandbox, tmp_path) -> 
 
     # IAM: exactly the exec-channel policy.
     iam = sandbox.client("iam")
-    attached = iam.list_attached_role_policies(RoleName=infra["RoleName"])["AttachedPolicies"]
+    attached = iam.list_attached_role_policies(RoleName=infra["Cloud"]["RoleName"])["AttachedPolicies"]
     assert [p["PolicyName"] for p in attached] == ["AmazonSSMManagedInstanceCore"]
-    assert iam.list_role_policies(RoleName=infra["RoleName"])["PolicyNames"] == []
+    assert iam.list_role_policies(RoleName=infra["Cloud"]["RoleName"])["PolicyNames"] == []
 
     # The four tags on every taggable resource, found through the VPC (not through the tag itself).
-    vpc_filter = [{"Name": "vpc-id", "Values": [infra["VpcID"]]}]
+    vpc_filter = [{"Name": "vpc-id", "Values": [infra["NetworkID"]]}]
     in_vpc = [
         *ec2.describe_subnets(Filters=vpc_filter)["Subnets"],
         *ec2.describe_route_tables(Filters=vpc_filter)["RouteTables"],
@@ -191,9 +193,9 @@ def test_apply_then_destroy_fixed_pool(cli: Cli, sandbox: Sandbox, tmp_path) -> 
         *ec2.describe_network_acls(Filters=vpc_filter)["NetworkAcls"],
         *ec2.describe_nat_gateways(Filter=vpc_filter)["NatGateways"],
         *[i for r in ec2.describe_instances(Filters=vpc_filter)["Reservations"] for i in r["Instances"]],
-        *ec2.describe_vpcs(VpcIds=[infra["VpcID"]])["Vpcs"],
-        *ec2.describe_internet_gateways(InternetGatewayIds=[infra["InternetGatewayID"]])["InternetGateways"],
-        *ec2.describe_addresses(AllocationIds=infra["ElasticIPAllocationIDs"])["Addresses"],
+        *ec2.describe_vpcs(VpcIds=[infra["NetworkID"]])["Vpcs"],
+        *ec2.describe_internet_gateways(InternetGatewayIds=[infra["Cloud"]["InternetGatewayID"]])["InternetGateways"],
+        *ec2.describe_addresses(AllocationIds=infra["Cloud"]["ElasticIPAllocationIDs"])["Addresses"],
         *ec2.describe_launch_templates(LaunchTemplateIds=[lt_id])["LaunchTemplates"],
         *ec2.describe_volumes(
             Filters=[{"Name": "attachment.instance-id", "Values": [i["InstanceId"] for i in instances]}]
@@ -201,9 +203,9 @@ def test_apply_then_destroy_fixed_pool(cli: Cli, sandbox: Sandbox, tmp_path) -> 
     ]
     untagged = [r for r in in_vpc if not tagged(r, job_id)]
     assert not untagged, untagged
-    profile = iam.get_instance_profile(InstanceProfileName=infra["InstanceProfileName"])["InstanceProfile"]
+    profile = iam.get_instance_profile(InstanceProfileName=infra["Cloud"]["InstanceProfileName"])["InstanceProfile"]
     assert tagged(profile, job_id)
-    assert tagged({"Tags": iam.list_role_tags(RoleName=infra["RoleName"])["Tags"]}, job_id)
+    assert tagged({"Tags": iam.list_role_tags(RoleName=infra["Cloud"]["RoleName"])["Tags"]}, job_id)
     user_tags = {t["Key"]: t["Value"] for t in instances[0]["Tags"]}
     assert user_tags["team"] == "platform" and user_tags["Name"] in {"itest-fixed-web-0", "itest-fixed-web-1"}
 
@@ -252,7 +254,7 @@ def test_asg_pool_in_private_subnets_then_scaled_to_zero_and_deleted(cli: Cli, s
     asg = sandbox.client("autoscaling")
     group = asg.describe_auto_scaling_groups(AutoScalingGroupNames=[name])["AutoScalingGroups"][0]
     assert (group["MinSize"], group["MaxSize"], group["DesiredCapacity"]) == (1, 3, 2)
-    assert set(group["VPCZoneIdentifier"].split(",")) == set(infra["PrivateSubnetIDs"])
+    assert set(group["VPCZoneIdentifier"].split(",")) == set(infra["VMSubnetIDs"])
     assert group["LaunchTemplate"]["LaunchTemplateId"] == infra["LaunchTemplateID"]["web"]
     tags = {t["Key"]: (t["Value"], t["PropagateAtLaunch"]) for t in group["Tags"]}
     assert tags["zop:jobId"] == (job["id"], True)

@@ -85,18 +85,18 @@ def test_web_example_lb_lifecycle(cli: Cli, sandbox: Sandbox, tmp_path) -> None:
     # The ALB is internet-facing in the public subnets; the VMs are private.
     alb = elb.describe_load_balancers(LoadBalancerArns=[infra["LoadBalancerID"]])["LoadBalancers"][0]
     assert alb["Scheme"] == "internet-facing"
-    assert sorted(z["SubnetId"] for z in alb["AvailabilityZones"]) == sorted(infra["PublicSubnetIDs"])
+    assert sorted(z["SubnetId"] for z in alb["AvailabilityZones"]) == sorted(infra["Cloud"]["PublicSubnetIDs"])
     vms = running(sandbox, job_id)
     assert len(vms) == 2
     for vm in vms:
-        assert vm["SubnetId"] in infra["PrivateSubnetIDs"] and not vm.get("PublicIpAddress")
+        assert vm["SubnetId"] in infra["VMSubnetIDs"] and not vm.get("PublicIpAddress")
 
     # Health check /healthz on 80; HTTPS with the certificate; HTTP redirected; the DNS alias.
-    tg = elb.describe_target_groups(TargetGroupArns=[infra["TargetGroupArn"]])["TargetGroups"][0]
+    tg = elb.describe_target_groups(TargetGroupArns=[infra["Cloud"]["TargetGroupArn"]])["TargetGroups"][0]
     assert (tg["HealthCheckPath"], tg["HealthCheckPort"]) == ("/healthz", "80")
     listeners = {x["Port"]: x for x in elb.describe_listeners(LoadBalancerArn=alb["LoadBalancerArn"])["Listeners"]}
     assert listeners[443]["Protocol"] == "HTTPS"
-    assert listeners[443]["Certificates"][0]["CertificateArn"] == infra["CertificateArn"]
+    assert listeners[443]["Certificates"][0]["CertificateArn"] == infra["Cloud"]["CertificateArn"]
     assert listeners[80]["DefaultActions"][0]["Type"] == "redirect"
     parts = lb_parts(sandbox, job_id, domain)
     alias = next(r for r in parts["records"] if r["Type"] == "A")
@@ -104,8 +104,8 @@ def test_web_example_lb_lifecycle(cli: Cli, sandbox: Sandbox, tmp_path) -> None:
     group = sandbox.client("autoscaling").describe_auto_scaling_groups(
         AutoScalingGroupNames=[infra["ScalingGroupID"]["web"]]
     )
-    assert group["AutoScalingGroups"][0]["TargetGroupARNs"] == [infra["TargetGroupArn"]]
-    assert vm_ingress(sandbox, infra["VMSecurityGroupID"]) == {(80, infra["LoadBalancerSecurityGroupID"])}
+    assert group["AutoScalingGroups"][0]["TargetGroupARNs"] == [infra["Cloud"]["TargetGroupArn"]]
+    assert vm_ingress(sandbox, infra["VMSecurityGroupID"]) == {(80, infra["Cloud"]["LoadBalancerSecurityGroupID"])}
 
     # detach: no LB part remains, the VMs keep running with their VPC-internal ingress.
     vm_ids = sorted(v["InstanceId"] for v in vms)
@@ -114,7 +114,7 @@ def test_web_example_lb_lifecycle(cli: Cli, sandbox: Sandbox, tmp_path) -> None:
     assert detached["config"]["operation"]["kind"] == "detach_lb"
     assert {k: len(v) for k, v in lb_parts(sandbox, job_id, domain).items()} == dict.fromkeys(parts, 0)
     assert sorted(v["InstanceId"] for v in running(sandbox, job_id)) == vm_ids
-    assert vm_ingress(sandbox, infra["VMSecurityGroupID"]) == {(80, infra["VpcCidr"])}
+    assert vm_ingress(sandbox, infra["VMSecurityGroupID"]) == {(80, infra["Cloud"]["VpcCidr"])}
 
     # attach again: exactly one of each part.
     attached = cli.json("lb", "attach", "itest-web", "--yes")
@@ -170,7 +170,10 @@ def test_update_flags_outdated_vms_and_rotate_replaces_them(cli: Cli, sandbox: S
     assert {v["Name"]: v["ID"] for v in infra["VMs"]} == before
     assert any("vmplane rotate itest-rotate" in n for n in updated["config"]["operation"]["notes"])
     # The security group change is applied at once, in place.
-    assert vm_ingress(sandbox, infra["VMSecurityGroupID"]) == {(80, infra["VpcCidr"]), (8080, infra["VpcCidr"])}
+    assert vm_ingress(sandbox, infra["VMSecurityGroupID"]) == {
+        (80, infra["Cloud"]["VpcCidr"]),
+        (8080, infra["Cloud"]["VpcCidr"]),
+    }
     envs = cli.json("envs")["environments"]
     assert next(e for e in envs if e["name"] == "itest-rotate")["outputs"]["outdatedVms"] == sorted(before)
 

@@ -7,6 +7,7 @@ import base64
 import pytest
 
 from vmplane.clouds.aws import compute, network, preflight
+from vmplane.clouds.aws.ids import AwsInfra, aws_ids
 from vmplane.state import InfraConfig
 
 from .support import JOB_ID, make_ctx, tags_of, variant
@@ -23,7 +24,7 @@ def ready_ctx(aws, spec, infra=None):
     ctx = make_ctx(spec, infra)
     preflight.preflight(aws, ctx)
     network.ensure_network(aws, ctx)
-    ctx.infra.InstanceProfileArn = PROFILE_ARN
+    aws_ids(ctx.infra).InstanceProfileArn = PROFILE_ARN
     return ctx
 
 
@@ -58,7 +59,7 @@ def web(aws, spec):
 def test_security_group_opens_only_the_spec_ports_from_the_vpc(aws, web):
     gid = compute.ensure_security_group(aws, web)
     group = _group(aws, gid)
-    assert group["VpcId"] == web.infra.VpcID
+    assert group["VpcId"] == web.infra.NetworkID
     assert web.infra.VMSecurityGroupID == gid
     assert _rules(group) == {("tcp", p, p, "10.40.0.0/16") for p in (80, 443, 8080)}
     assert not any(r[1] is not None and r[1] <= 22 <= r[2] for r in _rules(group))
@@ -71,7 +72,9 @@ def test_security_group_opens_only_the_spec_ports_from_the_vpc(aws, web):
 def test_security_group_is_found_by_tag_not_duplicated(aws, spec, web):
     gid = compute.ensure_security_group(aws, web)
     assert compute.ensure_security_group(aws, web) == gid
-    lost = make_ctx(web.spec, InfraConfig(VpcID=web.infra.VpcID, VpcCidr=web.infra.VpcCidr))
+    lost = make_ctx(
+        web.spec, InfraConfig(NetworkID=web.infra.NetworkID, Cloud=AwsInfra(VpcCidr=aws_ids(web.infra).VpcCidr))
+    )
     assert compute.ensure_security_group(aws, lost) == gid
     assert [g["GroupId"] for g in _job_groups(aws)] == [gid]
     assert len(_rules(_group(aws, gid))) == 3
@@ -117,13 +120,13 @@ def ctx(aws, spec):
 
 
 def _check_template_data(data, ctx):
-    assert data["ImageId"] == ctx.infra.Images["web"].ImageID
+    assert data["ImageId"] == aws_ids(ctx.infra).Images["web"].ImageID
     assert data["InstanceType"] == "t3.small"
     assert data["MetadataOptions"]["HttpTokens"] == "required"  # IMDSv2 only
     assert data["IamInstanceProfile"] == {"Arn": PROFILE_ARN}
     assert data["SecurityGroupIds"] == [ctx.infra.VMSecurityGroupID]
     (root,) = data["BlockDeviceMappings"]
-    assert root["DeviceName"] == ctx.infra.Images["web"].RootDeviceName
+    assert root["DeviceName"] == aws_ids(ctx.infra).Images["web"].RootDeviceName
     assert root["Ebs"]["VolumeType"] == "gp3"
     assert root["Ebs"]["Encrypted"] is True
     assert root["Ebs"]["VolumeSize"] == ctx.spec.pools["web"].disk_gb
@@ -144,8 +147,8 @@ def test_launch_template_data(aws, ctx):
 
 def test_launch_template_data_follows_disk_size(spec):
     big = make_ctx(variant(spec, pools={"web": {"diskGb": 64}}))
-    big.infra.Images = {"web": {"ImageID": "ami-12c6146b", "RootDeviceName": "/dev/sda1"}}
-    big.infra.InstanceProfileArn, big.infra.VMSecurityGroupID = PROFILE_ARN, "sg-1"
+    aws_ids(big.infra).Images = {"web": {"ImageID": "ami-12c6146b", "RootDeviceName": "/dev/sda1"}}
+    aws_ids(big.infra).InstanceProfileArn, big.infra.VMSecurityGroupID = PROFILE_ARN, "sg-1"
     root = compute.launch_template_data(big, "web")["BlockDeviceMappings"][0]
     assert root == {
         "DeviceName": "/dev/sda1",
@@ -197,10 +200,10 @@ def _another_amd64_ami(aws, current):
 def test_a_new_image_is_a_new_version_of_the_same_template(aws, spec, ctx):
     compute.ensure_launch_templates(aws, ctx)
     lt_id = ctx.infra.LaunchTemplateID["web"]
-    other = _another_amd64_ami(aws, ctx.infra.Images["web"].ImageID)
+    other = _another_amd64_ami(aws, aws_ids(ctx.infra).Images["web"].ImageID)
 
     moved = make_ctx(variant(spec, pools={"web": {"image": other["ImageId"]}}), ctx.infra)
-    preflight.preflight(aws, moved)  # resolves the new image into infra.Images
+    preflight.preflight(aws, moved)  # resolves the new image into aws_ids(infra).Images
     compute.ensure_launch_templates(aws, moved)
 
     assert moved.infra.LaunchTemplateID == {"web": lt_id}
@@ -234,7 +237,7 @@ def test_delete_launch_templates_and_security_group(aws, ctx):
     assert gid not in {g["GroupId"] for g in aws.ec2.describe_security_groups()["SecurityGroups"]}
     # The VPC's own default group (tagged with the job as a vpc-default) is left for the VPC deletion.
     default = aws.ec2.describe_security_groups(
-        Filters=[{"Name": "vpc-id", "Values": [ctx.infra.VpcID]}, {"Name": "group-name", "Values": ["default"]}]
+        Filters=[{"Name": "vpc-id", "Values": [ctx.infra.NetworkID]}, {"Name": "group-name", "Values": ["default"]}]
     )["SecurityGroups"]
     assert len(default) == 1
     assert ctx.infra.LaunchTemplateID == {} and ctx.infra.VMSecurityGroupID is None

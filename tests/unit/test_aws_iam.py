@@ -7,6 +7,7 @@ import json
 import pytest
 
 from vmplane.clouds.aws import iam
+from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.errors import ConflictError
 
 from .support import JOB_ID, SSM_POLICY_ARN, make_ctx, tags_of
@@ -47,11 +48,12 @@ def test_role_and_profile_with_only_the_ssm_policy(aws_iam, spec):
     assert tags_of(profile)["zop:jobId"] == JOB_ID
 
     infra = ctx.infra
-    assert infra.RoleName == infra.InstanceProfileName == ROLE
-    assert infra.InstanceProfileArn == profile["Arn"]
+    assert aws_ids(infra).RoleName == aws_ids(infra).InstanceProfileName == ROLE
+    assert aws_ids(infra).InstanceProfileArn == profile["Arn"]
     assert ctx.save.calls >= 2
     # Intent first: the name was on record before the role was created.
-    assert ctx.save.snapshots[0]["RoleName"] == ROLE and ctx.save.snapshots[0]["InstanceProfileArn"] is None
+    first = ctx.save.snapshots[0]["Cloud"]
+    assert first["RoleName"] == ROLE and first["InstanceProfileArn"] is None
     assert ctx.save.last == infra.model_dump(mode="json")
 
 
@@ -69,7 +71,7 @@ def test_ensure_identity_is_idempotent_even_with_a_lost_record(aws_iam, spec):
     assert [r["RoleName"] for r in profile["Roles"]] == [ROLE]
     attached = aws.iam.list_attached_role_policies(RoleName=ROLE)["AttachedPolicies"]
     assert [p["PolicyArn"] for p in attached] == [SSM_POLICY_ARN]
-    assert again.infra.InstanceProfileArn == first.infra.InstanceProfileArn
+    assert aws_ids(again.infra).InstanceProfileArn == aws_ids(first.infra).InstanceProfileArn
 
 
 def test_a_stripped_policy_is_reattached(aws_iam, spec):
@@ -117,8 +119,8 @@ def test_delete_identity_removes_ours(aws_iam, spec):
 
     assert not _role_exists(aws)
     assert not _profile_exists(aws)
-    assert ctx.infra.RoleName is None and ctx.infra.InstanceProfileName is None
-    assert ctx.infra.InstanceProfileArn is None
+    assert aws_ids(ctx.infra).RoleName is None and aws_ids(ctx.infra).InstanceProfileName is None
+    assert aws_ids(ctx.infra).InstanceProfileArn is None
     assert ctx.save.last == ctx.infra.model_dump(mode="json")
     # The managed policy itself is AWS's and is left alone.
     assert aws.iam.get_policy(PolicyArn=SSM_POLICY_ARN)["Policy"]["Arn"] == SSM_POLICY_ARN

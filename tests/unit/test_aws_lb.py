@@ -7,8 +7,9 @@ import re
 import pytest
 from moto import settings as moto_settings
 
-from vmplane.clouds.aws import lb
+from vmplane.clouds.aws import lb, naming
 from vmplane.clouds.aws.driver import AwsDriver
+from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.aws.session import AwsTarget
 from vmplane.clouds.errors import InvalidRequestError
 from vmplane.state import VMState
@@ -34,7 +35,7 @@ def _provisioned(spec, **lb_block):
     """A driver and a context after the seven VM steps, for a spec with a load balancer."""
     driver = AwsDriver(AwsTarget(region=REGION))
     ctx = make_ctx(variant(spec, loadBalancer={"domain": DOMAIN, **lb_block}))
-    ctx.infra.InstanceProfileArn = "arn:aws:iam::123456789012:instance-profile/vmplane-acme-demo-fixed-vm"
+    aws_ids(ctx.infra).InstanceProfileArn = "arn:aws:iam::123456789012:instance-profile/vmplane-acme-demo-fixed-vm"
     for step in (driver.preflight, driver.ensure_network, driver.ensure_launch_templates, driver.ensure_vms):
         step(ctx)
     return driver, ctx
@@ -77,14 +78,14 @@ def test_the_four_steps_build_the_seed_shape(aws, spec, zone):
     driver, ctx = _provisioned(spec)
     aws = driver.aws
     infra = ctx.infra
-    assert infra.HostedZoneID == zone  # found by the domain's suffix
+    assert aws_ids(infra).HostedZoneID == zone  # found by the domain's suffix
     _attach(driver, ctx)
 
     alb = aws.elbv2.describe_load_balancers(LoadBalancerArns=[infra.LoadBalancerID])["LoadBalancers"][0]
     assert alb["Scheme"] == "internet-facing" and alb["Type"] == "application"
-    assert sorted(z["SubnetId"] for z in alb["AvailabilityZones"]) == sorted(infra.PublicSubnetIDs)
-    assert alb["SecurityGroups"] == [infra.LoadBalancerSecurityGroupID]
-    assert infra.LoadBalancerSecurityGroupID != infra.VMSecurityGroupID
+    assert sorted(z["SubnetId"] for z in alb["AvailabilityZones"]) == sorted(aws_ids(infra).PublicSubnetIDs)
+    assert alb["SecurityGroups"] == [aws_ids(infra).LoadBalancerSecurityGroupID]
+    assert aws_ids(infra).LoadBalancerSecurityGroupID != infra.VMSecurityGroupID
     attrs = aws.elbv2.describe_load_balancer_attributes(LoadBalancerArn=alb["LoadBalancerArn"])["Attributes"]
     assert {"Key": "routing.http.drop_invalid_header_fields.enabled", "Value": "true"} in attrs
     tags = {
@@ -93,25 +94,25 @@ def test_the_four_steps_build_the_seed_shape(aws, spec, zone):
     }
     assert tags["zop:jobId"] == JOB_ID and tags["team"] == "platform"
 
-    tg = aws.elbv2.describe_target_groups(TargetGroupArns=[infra.TargetGroupArn])["TargetGroups"][0]
-    assert (tg["Protocol"], tg["Port"], tg["VpcId"]) == ("HTTP", 80, infra.VpcID)
+    tg = aws.elbv2.describe_target_groups(TargetGroupArns=[aws_ids(infra).TargetGroupArn])["TargetGroups"][0]
+    assert (tg["Protocol"], tg["Port"], tg["VpcId"]) == ("HTTP", 80, infra.NetworkID)
     assert (tg["HealthCheckPath"], tg["HealthCheckPort"], tg["HealthCheckProtocol"]) == ("/healthz", "80", "HTTP")
-    health = aws.elbv2.describe_target_health(TargetGroupArn=infra.TargetGroupArn)["TargetHealthDescriptions"]
+    health = aws.elbv2.describe_target_health(TargetGroupArn=aws_ids(infra).TargetGroupArn)["TargetHealthDescriptions"]
     assert sorted(h["Target"]["Id"] for h in health) == sorted(v.ID for v in infra.VMs)
 
     # Port 80 on the VMs admits the LB's group only, no longer the VPC CIDR.
-    assert _vm_ingress(aws, infra.VMSecurityGroupID) == {(80, infra.LoadBalancerSecurityGroupID)}
+    assert _vm_ingress(aws, infra.VMSecurityGroupID) == {(80, aws_ids(infra).LoadBalancerSecurityGroupID)}
 
     listeners = {x["Port"]: x for x in aws.elbv2.describe_listeners(LoadBalancerArn=infra.LoadBalancerID)["Listeners"]}
     assert set(listeners) == {80, 443}
     https = listeners[443]
     assert https["Protocol"] == "HTTPS" and https["SslPolicy"] == lb.SSL_POLICY
-    assert https["Certificates"][0]["CertificateArn"] == infra.CertificateArn
-    assert https["DefaultActions"][0]["TargetGroupArn"] == infra.TargetGroupArn
+    assert https["Certificates"][0]["CertificateArn"] == aws_ids(infra).CertificateArn
+    assert https["DefaultActions"][0]["TargetGroupArn"] == aws_ids(infra).TargetGroupArn
     redirect = listeners[80]["DefaultActions"][0]
     assert redirect["Type"] == "redirect" and redirect["RedirectConfig"]["Protocol"] == "HTTPS"
 
-    cert = aws.acm.describe_certificate(CertificateArn=infra.CertificateArn)["Certificate"]
+    cert = aws.acm.describe_certificate(CertificateArn=aws_ids(infra).CertificateArn)["Certificate"]
     assert cert["DomainName"] == DOMAIN and cert["Status"] == "ISSUED"
     validation = cert["DomainValidationOptions"][0]["ResourceRecord"]
     records = _records(aws, zone)
@@ -140,19 +141,24 @@ def test_detach_removes_every_part_and_keeps_the_vms(aws, spec, zone):
     driver, ctx = _provisioned(spec)
     _attach(driver, ctx)
     vm_ids = sorted(v.ID for v in ctx.infra.VMs)
-    lb_sg = ctx.infra.LoadBalancerSecurityGroupID
+    lb_sg = aws_ids(ctx.infra).LoadBalancerSecurityGroupID
     driver.detach_load_balancer(ctx, keep_vms=True)
     aws = driver.aws
     assert _counts(aws) == {"lb": 0, "tg": 0, "cert": 0, "listeners": 0}
     assert _records(aws, zone) == {}
     assert not aws.ec2.describe_security_groups(Filters=[{"Name": "group-id", "Values": [lb_sg]}])["SecurityGroups"]
     # The VMs keep running and get their VPC-internal ingress back.
-    assert _vm_ingress(aws, ctx.infra.VMSecurityGroupID) == {(80, ctx.infra.VpcCidr)}
+    assert _vm_ingress(aws, ctx.infra.VMSecurityGroupID) == {(80, aws_ids(ctx.infra).VpcCidr)}
     running = aws.ec2.describe_instances(InstanceIds=vm_ids)["Reservations"]
     assert all(i["State"]["Name"] == "running" for r in running for i in r["Instances"])
     assert all(v.State is VMState.ready for v in ctx.infra.VMs)
     infra = ctx.infra
-    assert (infra.LoadBalancerID, infra.TargetGroupArn, infra.CertificateArn, infra.DNSRecords) == (
+    assert (
+        infra.LoadBalancerID,
+        aws_ids(infra).TargetGroupArn,
+        aws_ids(infra).CertificateArn,
+        aws_ids(infra).DNSRecords,
+    ) == (
         None,
         None,
         None,
@@ -163,7 +169,7 @@ def test_detach_removes_every_part_and_keeps_the_vms(aws, spec, zone):
     # Attach again: a fresh set, the VMs registered again.
     _attach(driver, ctx)
     assert _counts(aws) == {"lb": 1, "tg": 1, "cert": 1, "listeners": 2}
-    health = aws.elbv2.describe_target_health(TargetGroupArn=infra.TargetGroupArn)["TargetHealthDescriptions"]
+    health = aws.elbv2.describe_target_health(TargetGroupArn=aws_ids(infra).TargetGroupArn)["TargetHealthDescriptions"]
     assert sorted(h["Target"]["Id"] for h in health) == vm_ids
 
 
@@ -171,10 +177,10 @@ def test_health_check_override_and_its_port_admitted_from_the_lb(aws, spec, zone
     block = {"healthCheck": {"path": "/ready", "port": 8081, "healthyThreshold": 2, "intervalSeconds": 10}}
     driver, ctx = _provisioned(spec, **block)
     _attach(driver, ctx)
-    tg = driver.aws.elbv2.describe_target_groups(TargetGroupArns=[ctx.infra.TargetGroupArn])["TargetGroups"][0]
+    tg = driver.aws.elbv2.describe_target_groups(TargetGroupArns=[aws_ids(ctx.infra).TargetGroupArn])["TargetGroups"][0]
     assert (tg["HealthCheckPath"], tg["HealthCheckPort"]) == ("/ready", "8081")
     assert (tg["HealthyThresholdCount"], tg["HealthCheckIntervalSeconds"]) == (2, 10)
-    sg = ctx.infra.LoadBalancerSecurityGroupID
+    sg = aws_ids(ctx.infra).LoadBalancerSecurityGroupID
     assert _vm_ingress(driver.aws, ctx.infra.VMSecurityGroupID) == {(80, sg), (8081, sg)}
 
 
@@ -204,7 +210,7 @@ def test_the_longest_matching_zone_wins(aws, spec, zone):
     inner = aws.route53.create_hosted_zone(Name="app.example.test", CallerReference="z3")["HostedZone"]["Id"]
     ctx = make_ctx(variant(spec, loadBalancer={"domain": DOMAIN}))
     lb.preflight(aws, ctx)
-    assert ctx.infra.HostedZoneID == inner.rsplit("/", 1)[-1] != zone
+    assert aws_ids(ctx.infra).HostedZoneID == inner.rsplit("/", 1)[-1] != zone
 
 
 def test_a_load_balancer_of_another_owner_is_never_adopted(aws, spec, zone):
@@ -213,8 +219,8 @@ def test_a_load_balancer_of_another_owner_is_never_adopted(aws, spec, zone):
     driver, ctx = _provisioned(spec)
     # Someone else's ALB already has the name this environment would use.
     aws.elbv2.create_load_balancer(
-        Name=lb.lb_base_name(ctx.spec),
-        Subnets=ctx.infra.PublicSubnetIDs,
+        Name=naming.lb_base_name(ctx.spec),
+        Subnets=aws_ids(ctx.infra).PublicSubnetIDs,
         Tags=[{"Key": "zop:jobId", "Value": "job-other"}],
     )
     with pytest.raises(ConflictError, match="belongs to another job or owner"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from vmplane.clouds.aws.driver import AwsDriver
+from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.aws.session import AwsTarget
 from vmplane.clouds.base import Leftover
 from vmplane.state import VMState
@@ -35,7 +36,7 @@ def test_provision_then_teardown_leaves_nothing(aws_iam, spec):
     # Two VMs with stable names, one per private subnet/zone, ready, from launch template v1.
     assert [v.Name for v in infra.VMs] == ["demo-fixed-web-0", "demo-fixed-web-1"]
     assert all(v.State is VMState.ready for v in infra.VMs)
-    assert [v.SubnetID for v in infra.VMs] == infra.PrivateSubnetIDs
+    assert [v.SubnetID for v in infra.VMs] == infra.VMSubnetIDs
     assert [v.AZ for v in infra.VMs] == infra.Zones
     assert all(v.LaunchTemplateVersion == 1 for v in infra.VMs)
     live = {i["InstanceId"]: i for i in _live_instances(aws)}
@@ -47,7 +48,7 @@ def test_provision_then_teardown_leaves_nothing(aws_iam, spec):
         # Launched from our template (moto does not echo the template's instance profile on the instance).
         assert tags_of(inst)["aws:ec2launchtemplate:id"] == infra.LaunchTemplateID["web"]
         assert tags_of(inst)["aws:ec2launchtemplate:version"] == "1"
-        assert inst["ImageId"] == infra.Images["web"].ImageID
+        assert inst["ImageId"] == aws_ids(infra).Images["web"].ImageID
         assert [g["GroupId"] for g in inst["SecurityGroups"]] == [infra.VMSecurityGroupID]
         assert tags_of(inst)["Name"] == vm.Name and tags_of(inst)["zop:role"] == "vm"
     assert ctx.save.last == infra.model_dump(mode="json")
@@ -70,7 +71,7 @@ def test_provision_then_teardown_leaves_nothing(aws_iam, spec):
     ):
         step(ctx)
     assert driver.leftovers(ctx) == []
-    assert infra.VMs == [] and infra.VpcID is None and infra.RoleName is None
+    assert infra.VMs == [] and infra.NetworkID is None and aws_ids(infra).RoleName is None
 
     # Teardown is idempotent: a second pass over an empty account is a no-op.
     for step in (driver.delete_vms, driver.delete_security_group, driver.delete_identity, driver.delete_network):

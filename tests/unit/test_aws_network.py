@@ -8,6 +8,7 @@ import itertools
 import pytest
 
 from vmplane.clouds.aws import network
+from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.errors import InvalidRequestError
 from vmplane.state import InfraConfig
 
@@ -88,33 +89,33 @@ def built(aws, spec):
 
 def test_ensure_network_creates_the_whole_private_network(aws, built):
     infra, res = built.infra, _job_resources(aws)
-    assert len(res["vpcs"]) == 1 and res["vpcs"][0]["VpcId"] == infra.VpcID
+    assert len(res["vpcs"]) == 1 and res["vpcs"][0]["VpcId"] == infra.NetworkID
     assert res["vpcs"][0]["CidrBlock"] == "10.40.0.0/16"
-    assert infra.VpcCreated is True and infra.VpcCidr == "10.40.0.0/16"
+    assert infra.NetworkCreated is True and aws_ids(infra).VpcCidr == "10.40.0.0/16"
     assert len(res["subnets"]) == 4
-    assert len(infra.PublicSubnetIDs) == len(infra.PrivateSubnetIDs) == 2
+    assert len(aws_ids(infra).PublicSubnetIDs) == len(infra.VMSubnetIDs) == 2
     by_id = {s["SubnetId"]: s for s in res["subnets"]}
-    assert set(by_id) == {*infra.PublicSubnetIDs, *infra.PrivateSubnetIDs}
-    assert [by_id[s]["AvailabilityZone"] for s in infra.PublicSubnetIDs] == ZONES
-    assert [by_id[s]["AvailabilityZone"] for s in infra.PrivateSubnetIDs] == ZONES
-    assert all(s["VpcId"] == infra.VpcID for s in res["subnets"])
-    assert [tags_of(by_id[s])["zop:role"] for s in infra.PublicSubnetIDs] == ["subnet-public"] * 2
-    assert [tags_of(by_id[s])["zop:role"] for s in infra.PrivateSubnetIDs] == ["subnet-private"] * 2
+    assert set(by_id) == {*aws_ids(infra).PublicSubnetIDs, *infra.VMSubnetIDs}
+    assert [by_id[s]["AvailabilityZone"] for s in aws_ids(infra).PublicSubnetIDs] == ZONES
+    assert [by_id[s]["AvailabilityZone"] for s in infra.VMSubnetIDs] == ZONES
+    assert all(s["VpcId"] == infra.NetworkID for s in res["subnets"])
+    assert [tags_of(by_id[s])["zop:role"] for s in aws_ids(infra).PublicSubnetIDs] == ["subnet-public"] * 2
+    assert [tags_of(by_id[s])["zop:role"] for s in infra.VMSubnetIDs] == ["subnet-private"] * 2
 
-    assert len(res["igws"]) == 1 and res["igws"][0]["InternetGatewayId"] == infra.InternetGatewayID
-    assert [a["VpcId"] for a in res["igws"][0]["Attachments"]] == [infra.VpcID]
-    assert [a["AllocationId"] for a in res["eips"]] == infra.ElasticIPAllocationIDs
+    assert len(res["igws"]) == 1 and res["igws"][0]["InternetGatewayId"] == aws_ids(infra).InternetGatewayID
+    assert [a["VpcId"] for a in res["igws"][0]["Attachments"]] == [infra.NetworkID]
+    assert [a["AllocationId"] for a in res["eips"]] == aws_ids(infra).ElasticIPAllocationIDs
     assert len(res["eips"]) == 1
-    assert [n["NatGatewayId"] for n in res["nats"]] == infra.NatGatewayIDs
+    assert [n["NatGatewayId"] for n in res["nats"]] == aws_ids(infra).NatGatewayIDs
     assert len(res["nats"]) == 1
     nat = res["nats"][0]
     assert nat["State"] == "available"
-    assert nat["SubnetId"] == infra.PublicSubnetIDs[0]  # the NAT lives in a public subnet
-    assert [a["AllocationId"] for a in nat["NatGatewayAddresses"]] == infra.ElasticIPAllocationIDs
+    assert nat["SubnetId"] == aws_ids(infra).PublicSubnetIDs[0]  # the NAT lives in a public subnet
+    assert [a["AllocationId"] for a in nat["NatGatewayAddresses"]] == aws_ids(infra).ElasticIPAllocationIDs
 
 
 def test_private_subnets_never_map_public_ips(aws, built):
-    subnets = aws.ec2.describe_subnets(SubnetIds=built.infra.PrivateSubnetIDs)["Subnets"]
+    subnets = aws.ec2.describe_subnets(SubnetIds=built.infra.VMSubnetIDs)["Subnets"]
     assert len(subnets) == 2
     assert not any(s["MapPublicIpOnLaunch"] for s in subnets)
 
@@ -123,7 +124,9 @@ def test_route_tables_send_public_to_the_igw_and_private_to_the_nat(aws, built):
     infra = built.infra
     tables = {
         rt["RouteTableId"]: rt
-        for rt in aws.ec2.describe_route_tables(Filters=[{"Name": "vpc-id", "Values": [infra.VpcID]}])["RouteTables"]
+        for rt in aws.ec2.describe_route_tables(Filters=[{"Name": "vpc-id", "Values": [infra.NetworkID]}])[
+            "RouteTables"
+        ]
     }
 
     def default_route(rt_id):
@@ -133,14 +136,14 @@ def test_route_tables_send_public_to_the_igw_and_private_to_the_nat(aws, built):
     def associated(rt_id):
         return sorted(a["SubnetId"] for a in tables[rt_id]["Associations"] if a.get("SubnetId"))
 
-    assert default_route(infra.PublicRouteTableID)["GatewayId"] == infra.InternetGatewayID
-    private = default_route(infra.PrivateRouteTableID)
-    assert private["NatGatewayId"] == infra.NatGatewayIDs[0]
+    assert default_route(aws_ids(infra).PublicRouteTableID)["GatewayId"] == aws_ids(infra).InternetGatewayID
+    private = default_route(aws_ids(infra).PrivateRouteTableID)
+    assert private["NatGatewayId"] == aws_ids(infra).NatGatewayIDs[0]
     assert "GatewayId" not in private or not private["GatewayId"].startswith("igw-")
-    assert associated(infra.PublicRouteTableID) == sorted(infra.PublicSubnetIDs)
-    assert associated(infra.PrivateRouteTableID) == sorted(infra.PrivateSubnetIDs)
+    assert associated(aws_ids(infra).PublicRouteTableID) == sorted(aws_ids(infra).PublicSubnetIDs)
+    assert associated(aws_ids(infra).PrivateRouteTableID) == sorted(infra.VMSubnetIDs)
     # No other table in the VPC routes to the internet (the main table stays local-only).
-    others = [t for t in tables if t not in (infra.PublicRouteTableID, infra.PrivateRouteTableID)]
+    others = [t for t in tables if t not in (aws_ids(infra).PublicRouteTableID, aws_ids(infra).PrivateRouteTableID)]
     assert all(r.get("DestinationCidrBlock") != "0.0.0.0/0" for t in others for r in tables[t]["Routes"])
 
 
@@ -165,8 +168,8 @@ def test_ensure_network_saves_what_it_built(built):
     assert built.save.calls >= 7  # vpc, igw, 2 subnet sets, eip, nat, route tables
     assert built.save.last == built.infra.model_dump(mode="json")
     # Intent before acting: the VPC id was on record before anything was placed inside it.
-    first_with_igw = next(s for s in built.save.snapshots if s["InternetGatewayID"])
-    assert first_with_igw["VpcID"] == built.infra.VpcID
+    first_with_igw = next(s for s in built.save.snapshots if s["Cloud"].get("InternetGatewayID"))
+    assert first_with_igw["NetworkID"] == built.infra.NetworkID
 
 
 def test_ensure_network_twice_with_the_record_is_a_no_op(aws, built):
@@ -190,32 +193,25 @@ def test_ensure_network_after_losing_the_checkpoint_finds_everything_by_tag(aws,
     fresh = network_ctx(spec)  # a crash lost the whole InfraConfig
     network.ensure_network(aws, fresh)
     assert _ids(_job_resources(aws)) == before
-    for field in (
-        "VpcID",
-        "VpcCidr",
-        "VpcCreated",
-        "InternetGatewayID",
-        "PublicSubnetIDs",
-        "PrivateSubnetIDs",
-        "NatGatewayIDs",
-        "PublicRouteTableID",
-        "PrivateRouteTableID",
-    ):
+    for field in ("NetworkID", "NetworkCreated", "VMSubnetIDs"):
         assert getattr(fresh.infra, field) == getattr(built.infra, field), field
+    for field in ("VpcCidr", "InternetGatewayID", "PublicSubnetIDs", "NatGatewayIDs", "PublicRouteTableID"):
+        assert getattr(aws_ids(fresh.infra), field) == getattr(aws_ids(built.infra), field), field
+    assert aws_ids(fresh.infra).PrivateRouteTableID == aws_ids(built.infra).PrivateRouteTableID
 
 
 def test_recovered_record_includes_the_nat_eip(aws, spec, built):
     fresh = network_ctx(spec)
     network.ensure_network(aws, fresh)
-    assert fresh.infra.ElasticIPAllocationIDs == built.infra.ElasticIPAllocationIDs
+    assert aws_ids(fresh.infra).ElasticIPAllocationIDs == aws_ids(built.infra).ElasticIPAllocationIDs
 
 
 def test_another_jobs_vpc_is_not_adopted(aws, spec, built):
     other = make_ctx(spec, InfraConfig(Zones=list(ZONES)), job_id="job-other-2")
     network.ensure_network(aws, other)
-    assert other.infra.VpcID != built.infra.VpcID
-    assert set(other.infra.PrivateSubnetIDs).isdisjoint(built.infra.PrivateSubnetIDs)
-    assert other.infra.InternetGatewayID != built.infra.InternetGatewayID
+    assert other.infra.NetworkID != built.infra.NetworkID
+    assert set(other.infra.VMSubnetIDs).isdisjoint(built.infra.VMSubnetIDs)
+    assert aws_ids(other.infra).InternetGatewayID != aws_ids(built.infra).InternetGatewayID
     assert len(_job_resources(aws, "job-other-2")["vpcs"]) == 1
     assert len(_job_resources(aws)["vpcs"]) == 1
 
@@ -230,9 +226,9 @@ SANDBOX_NAT_FILTER = (
 def test_a_second_environment_gets_its_own_nat_gateway(aws, spec, built):
     other = make_ctx(spec, InfraConfig(Zones=list(ZONES)), job_id="job-other-2")
     network.ensure_network(aws, other)
-    assert other.infra.NatGatewayIDs != built.infra.NatGatewayIDs
-    nat = aws.ec2.describe_nat_gateways(NatGatewayIds=other.infra.NatGatewayIDs)["NatGateways"][0]
-    assert nat["VpcId"] == other.infra.VpcID
+    assert aws_ids(other.infra).NatGatewayIDs != aws_ids(built.infra).NatGatewayIDs
+    nat = aws.ec2.describe_nat_gateways(NatGatewayIds=aws_ids(other.infra).NatGatewayIDs)["NatGateways"][0]
+    assert nat["VpcId"] == other.infra.NetworkID
 
 
 def test_delete_network_leaves_another_environments_nat_gateway(aws, spec, built):
@@ -282,17 +278,17 @@ def test_delete_network_removes_everything_of_the_job_and_nothing_else(aws, buil
 
     assert all(not items for items in _job_resources(aws).values()), _job_resources(aws)
     vpc_ids = {v["VpcId"] for v in ec2.describe_vpcs()["Vpcs"]}
-    assert built.infra.VpcID not in vpc_ids
+    assert built.infra.NetworkID not in vpc_ids
     assert {theirs, untagged, *default} <= vpc_ids
     assert _default_vpcs(aws) == default
     assert [s["SubnetId"] for s in ec2.describe_subnets(SubnetIds=[their_subnet])["Subnets"]] == [their_subnet]
     igw = ec2.describe_internet_gateways(InternetGatewayIds=[their_igw])["InternetGateways"][0]
     assert [a["VpcId"] for a in igw["Attachments"]] == [theirs]
     infra = built.infra
-    assert infra.VpcID is None and infra.InternetGatewayID is None
-    assert infra.PublicSubnetIDs == infra.PrivateSubnetIDs == infra.NatGatewayIDs == []
-    assert infra.ElasticIPAllocationIDs == []
-    assert infra.PublicRouteTableID is None and infra.PrivateRouteTableID is None
+    assert infra.NetworkID is None and aws_ids(infra).InternetGatewayID is None
+    assert aws_ids(infra).PublicSubnetIDs == infra.VMSubnetIDs == aws_ids(infra).NatGatewayIDs == []
+    assert aws_ids(infra).ElasticIPAllocationIDs == []
+    assert aws_ids(infra).PublicRouteTableID is None and aws_ids(infra).PrivateRouteTableID is None
     assert built.save.last == infra.model_dump(mode="json")
 
 
@@ -344,10 +340,14 @@ def test_existing_vpc_is_adopted_and_never_touched(aws, spec, existing):
     network.ensure_network(aws, ctx)
 
     infra = ctx.infra
-    assert infra.VpcID == vpc and infra.VpcCreated is False and infra.VpcCidr == "10.77.0.0/16"
-    assert infra.PrivateSubnetIDs == subnets
+    assert infra.NetworkID == vpc and infra.NetworkCreated is False and aws_ids(infra).VpcCidr == "10.77.0.0/16"
+    assert infra.VMSubnetIDs == subnets
     assert infra.Zones == ZONES
-    assert infra.PublicSubnetIDs == [] and infra.NatGatewayIDs == [] and infra.InternetGatewayID is None
+    assert (
+        aws_ids(infra).PublicSubnetIDs == []
+        and aws_ids(infra).NatGatewayIDs == []
+        and aws_ids(infra).InternetGatewayID is None
+    )
     assert ctx.save.last == infra.model_dump(mode="json")
     assert _snapshot_vpc(aws, vpc) == before
     assert all(not items for items in _job_resources(aws).values())  # nothing new was created
@@ -368,7 +368,7 @@ def test_existing_vpc_with_a_subnet_of_another_vpc_is_refused(aws, spec, existin
     ctx = make_ctx(adopted)
     with pytest.raises(InvalidRequestError, match=foreign):
         network.ensure_network(aws, ctx)
-    assert ctx.infra.VpcID is None and ctx.infra.PrivateSubnetIDs == []
+    assert ctx.infra.NetworkID is None and ctx.infra.VMSubnetIDs == []
 
 
 def test_existing_vpc_with_a_public_ip_subnet_is_refused(aws, spec, existing):
@@ -380,7 +380,7 @@ def test_existing_vpc_with_a_public_ip_subnet_is_refused(aws, spec, existing):
 
 
 def test_the_vpcs_default_security_group_is_emptied(aws, built):
-    f = [{"Name": "vpc-id", "Values": [built.infra.VpcID]}, {"Name": "group-name", "Values": ["default"]}]
+    f = [{"Name": "vpc-id", "Values": [built.infra.NetworkID]}, {"Name": "group-name", "Values": ["default"]}]
     group = aws.ec2.describe_security_groups(Filters=f)["SecurityGroups"][0]
     assert group["IpPermissions"] == [] and group["IpPermissionsEgress"] == []
     assert tags_of(group)["zop:jobId"] == JOB_ID

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from vmplane.clouds.aws import preflight
+from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.aws.session import AwsClients, AwsTarget
 from vmplane.clouds.errors import InvalidRequestError
 from vmplane.envspec.models import Arch
@@ -43,15 +44,15 @@ def test_preflight_resolves_the_account_zones_and_image(aws, spec):
     ctx = make_ctx(spec)
     preflight.preflight(aws, ctx)
     infra = ctx.infra
-    assert infra.AccountID == aws.sts.get_caller_identity()["Account"]
+    assert aws_ids(infra).AccountID == aws.sts.get_caller_identity()["Account"]
     assert infra.Region == "us-east-1"
     assert infra.ExecMode == "SSM"
     assert infra.Zones == ZONES  # the first `network.zones` available zones, sorted
     ami = aws.ssm.get_parameter(Name=AL2023_X86)["Parameter"]["Value"]
     assert ami.startswith("ami-")
-    assert infra.Images["web"].ImageID == ami
+    assert aws_ids(infra).Images["web"].ImageID == ami
     image = aws.ec2.describe_images(ImageIds=[ami])["Images"][0]
-    assert infra.Images["web"].RootDeviceName == image["RootDeviceName"]
+    assert aws_ids(infra).Images["web"].RootDeviceName == image["RootDeviceName"]
     assert ctx.save.calls == 1 and ctx.save.last == infra.model_dump(mode="json")
 
 
@@ -81,7 +82,7 @@ def test_preflight_rejects_an_arm64_pool_on_an_x86_only_type(aws, spec):
 def test_preflight_accepts_an_arm64_pool_on_graviton(aws, spec):
     ctx = make_ctx(variant(spec, pools={"web": {"arch": "arm64", "instanceType": "t4g.small"}}))
     preflight.preflight(aws, ctx)
-    image = aws.ec2.describe_images(ImageIds=[ctx.infra.Images["web"].ImageID])["Images"][0]
+    image = aws.ec2.describe_images(ImageIds=[aws_ids(ctx.infra).Images["web"].ImageID])["Images"][0]
     assert image["Architecture"] == "arm64"
 
 
@@ -108,4 +109,4 @@ def test_preflight_skips_zones_for_an_existing_vpc(aws, spec):
     ctx = make_ctx(variant(spec, network={"existingVpcId": "vpc-0abc", "existingPrivateSubnetIds": ["subnet-1"]}))
     preflight.preflight(aws, ctx)
     assert ctx.infra.Zones == []  # taken from the subnets by stepCreateNetwork instead
-    assert "web" in ctx.infra.Images
+    assert "web" in aws_ids(ctx.infra).Images

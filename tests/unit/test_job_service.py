@@ -8,6 +8,7 @@ from datetime import datetime
 import pytest
 from sqlalchemy import inspect, text
 
+from vmplane.clouds.aws.ids import AwsInfra, aws_ids
 from vmplane.jobs import service as svc
 from vmplane.jobs.service import JobConflictError, JobNotFoundError, JobStatus, Phase, StepStatus
 from vmplane.pipeline.plan import PROVISION_STEPS, TEARDOWN_STEPS
@@ -165,7 +166,7 @@ def test_version_increments_on_every_write(url, spec, job_id):
 
     writes = [
         lambda s: svc.update_step(s, job_id, "stepValidate", status=StepStatus.running),
-        lambda s: svc.save_infra(s, job_id, InfraConfig(VpcID="vpc-1")),
+        lambda s: svc.save_infra(s, job_id, InfraConfig(NetworkID="vpc-1")),
         lambda s: svc.set_status(s, job_id, JobStatus.running),
         lambda s: svc.next_workflow_attempt(s, job_id, "provision"),
         lambda s: svc.set_status(s, job_id, JobStatus.failed, error="x"),
@@ -183,11 +184,11 @@ def test_version_increments_on_every_write(url, spec, job_id):
     after = _row(url, job_id)
     assert after.updated_at >= before.updated_at
     assert after.created_at == before.created_at
-    assert after.infra.VpcID == "vpc-1"
+    assert after.infra.NetworkID == "vpc-1"
 
 
 def test_save_infra_round_trips(url, job_id):
-    infra = InfraConfig(VpcID="vpc-1", Zones=["us-east-1a"], LaunchTemplateVersion={"web": 2})
+    infra = InfraConfig(NetworkID="vpc-1", Zones=["us-east-1a"], LaunchTemplateVersion={"web": 2})
     with db.transaction(url) as s:
         svc.save_infra(s, job_id, infra)
     job = _row(url, job_id)
@@ -280,18 +281,26 @@ def test_side_by_side_steps_never_overwrite_each_others_infra(url, job_id):
     identity = _row(url, job_id).infra
     base_network = network.model_dump(mode="json")
     base_identity = identity.model_dump(mode="json")
-    network.VpcID = "vpc-1"
-    identity.RoleName = "role-1"
+    network.NetworkID = "vpc-1"
+    aws_ids(network).VpcCidr = "10.40.0.0/16"  # both write into the cloud's sub-model: merged key by key
+    aws_ids(identity).RoleName = "role-1"
     with db.transaction(url) as s:
         svc.save_infra(s, job_id, network, base_network)
     with db.transaction(url) as s:
         svc.save_infra(s, job_id, identity, base_identity)
     infra = _row(url, job_id).infra
-    assert (infra.VpcID, infra.RoleName) == ("vpc-1", "role-1")
+    assert (infra.NetworkID, aws_ids(infra).VpcCidr, aws_ids(infra).RoleName) == ("vpc-1", "10.40.0.0/16", "role-1")
+    # A writer that clears a field clears it, and leaves the others' fields alone.
+    base = infra.model_dump(mode="json")
+    aws_ids(infra).RoleName = None
+    with db.transaction(url) as s:
+        svc.save_infra(s, job_id, infra, base)
+    after = _row(url, job_id).infra
+    assert aws_ids(after).RoleName is None and aws_ids(after).VpcCidr == "10.40.0.0/16"
     # Without a base the whole record is written: the last writer wins (what the merge prevents).
     with db.transaction(url) as s:
-        svc.save_infra(s, job_id, InfraConfig(RoleName="role-1"))
-    assert _row(url, job_id).infra.VpcID is None
+        svc.save_infra(s, job_id, InfraConfig(Cloud=AwsInfra(RoleName="role-1")))
+    assert _row(url, job_id).infra.NetworkID is None
 
 
 def test_an_operation_needs_a_provisioned_job_and_records_its_own_steps(url, job_id, spec):

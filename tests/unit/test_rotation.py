@@ -10,6 +10,7 @@ from moto import settings as moto_settings
 
 from vmplane.clouds.aws import compute, rotation
 from vmplane.clouds.aws.driver import AwsDriver
+from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.aws.session import AwsTarget
 from vmplane.envspec.models import EnvSpec
 from vmplane.jobs.service import spec_json
@@ -29,7 +30,7 @@ def _provision(spec, pools=None, **changes):
     if pools is not None:  # replaced whole, not merged
         spec = EnvSpec.model_validate({**spec_json(spec), "pools": pools})
     ctx = make_ctx(spec)
-    ctx.infra.InstanceProfileArn = "arn:aws:iam::123456789012:instance-profile/vmplane-acme-demo-fixed-vm"
+    aws_ids(ctx.infra).InstanceProfileArn = "arn:aws:iam::123456789012:instance-profile/vmplane-acme-demo-fixed-vm"
     for step in (driver.preflight, driver.ensure_network, driver.ensure_launch_templates, driver.ensure_vms):
         step(ctx)
     return driver, ctx
@@ -102,7 +103,7 @@ def test_rotate_behind_a_load_balancer_registers_the_new_vm_and_drains_the_old(a
     ctx = _update(ctx, {"pools": {"web": {"diskGb": 30}}})
     driver.ensure_launch_templates(ctx)
     driver.rotate_pool(ctx, "web")
-    health = driver.aws.elbv2.describe_target_health(TargetGroupArn=ctx.infra.TargetGroupArn)
+    health = driver.aws.elbv2.describe_target_health(TargetGroupArn=aws_ids(ctx.infra).TargetGroupArn)
     registered = {h["Target"]["Id"]: h["TargetHealth"]["State"] for h in health["TargetHealthDescriptions"]}
     assert registered == {v.ID: "healthy" for v in ctx.infra.VMs}
 

@@ -151,12 +151,10 @@ def show_job(con: Console, job: JobView) -> None:
         con.print(t)
     if infra.LoadBalancerID:
         domain = job.spec.load_balancer.domain if job.spec.load_balancer else "-"
+        con.print(f"  load balancer https://{domain} -> {infra.LoadBalancerDNSName}")
+    if infra.NetworkID:
         con.print(
-            f"  load balancer https://{domain} -> {infra.LoadBalancerDNSName}  target group {infra.TargetGroupArn}"
-        )
-    if infra.VpcID:
-        con.print(
-            f"  vpc {infra.VpcID}  private subnets {', '.join(infra.PrivateSubnetIDs)}  sg {infra.VMSecurityGroupID}"
+            f"  network {infra.NetworkID}  subnets {', '.join(infra.VMSubnetIDs)}  firewall {infra.VMSecurityGroupID}"
         )
     if infra.ExecMode and infra.VMs and job.status.value == "succeeded":
         first = next((v.ID for v in infra.VMs if v.ID), None)

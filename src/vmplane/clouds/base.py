@@ -1,4 +1,4 @@
-"""The small typed interface every cloud driver implements, and the context a step hands it.
+"""The driver base class every cloud implements, its capabilities, and the context a step hands it.
 
 A driver method reads the desired spec and the recorded InfraConfig, calls its SDK idempotently
 (find-by-tag before create), and writes what it observed back into InfraConfig. It calls
@@ -7,13 +7,16 @@ A driver method reads the desired spec and the recorded InfraConfig, calls its S
 
 from __future__ import annotations
 
+import abc
 import contextvars
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from enum import StrEnum
+from typing import Any, ClassVar
 
-from vmplane.envspec.models import EnvSpec
+from vmplane.clouds.errors import UnsupportedError
+from vmplane.envspec.models import CertSource, Cloud, EnvSpec, ExecMode
 from vmplane.state import InfraConfig
 
 MANAGED_BY = "vmplane"
@@ -21,11 +24,6 @@ MANAGED_BY = "vmplane"
 # A per-step tally of cloud API calls ("service.Operation" -> count). The pipeline sets a fresh
 # Counter around each step; drivers' SDK hooks increment it. Recorded on the step (for bench/).
 API_CALLS: contextvars.ContextVar[Counter[str] | None] = contextvars.ContextVar("vmplane_api_calls", default=None)
-
-
-def vm_role_name(org: str, env: str) -> str:
-    """IAM names are account-global: org + env keeps two orgs' "web" envs apart (IAM allows 64 chars)."""
-    return f"vmplane-{org}-{env}-vm"[:64]
 
 
 @dataclass(frozen=True)
@@ -87,48 +85,225 @@ class Leftover:
     id: str
 
 
+class CommandStatus(StrEnum):
+    """A command's outcome in neutral words; each driver maps its channel's statuses onto these."""
+
+    success = "Success"
+    failed = "Failed"
+    timed_out = "TimedOut"
+    cancelled = "Cancelled"
+    undeliverable = "Undeliverable"  # the channel could not reach the VM (agent down, no permission)
+
+
 @dataclass(frozen=True)
 class CommandResult:
     """One command's outcome on one VM through the exec channel."""
 
     instance_id: str
-    status: str
+    status: CommandStatus
     exit_code: int
     stdout: str
     stderr: str
 
     @property
     def ok(self) -> bool:
-        return self.status == "Success" and self.exit_code == 0
+        return self.status is CommandStatus.success and self.exit_code == 0
 
 
-class CloudDriver(Protocol):
-    """One driver per cloud; each method is one step's cloud work and must be idempotent."""
+class Action(StrEnum):
+    """What a plan does to one resource (Terraform's symbols)."""
 
-    def preflight(self, ctx: Context) -> None: ...
+    create = "+"
+    update = "~"
+    destroy = "-"
+    replace = "-/+"
+
+
+@dataclass(frozen=True)
+class PlannedResource:
+    action: Action
+    type: str
+    name: str
+    step: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class TagRules:
+    """How a cloud stores vmplane's tag set: `key_value` (AWS tags, GCP labels) or `tokens` (Proxmox)."""
+
+    style: str  # "key_value" | "tokens"
+    key_pattern: str  # what an encoded key (or token) must match
+    max_key: int
+    max_value: int
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a driver can do; stepValidate refuses a spec that asks for more, before anything is created."""
+
+    pool_modes: frozenset[str]  # "fixed", "asg"
+    load_balancers: bool
+    cert_sources: frozenset[CertSource]
+    instance_refresh: bool  # a rolling replacement of a scaling group by the cloud itself
+    exec_modes: frozenset[ExecMode]
+    exec_payload_bytes: int  # the largest script one exec-channel command can carry
+    user_data_bytes: int  # the largest bootstrap (cloud-init user-data) a VM can be given
+    tags: TagRules
+
+
+class CloudDriver(abc.ABC):
+    """One driver per cloud. Each method is one step's cloud work and must be idempotent: find by tag
+    (or by a name the driver derives from the job) before every create, record intent before acting.
+
+    Optional operations raise `UnsupportedError` here; a driver that cannot do one also says so in
+    `capabilities`, which stepValidate and the operation planners check first.
+    """
+
+    cloud: ClassVar[Cloud]
+    capabilities: ClassVar[Capabilities]
+
+    # ---- provisioning ----
+    def validate(self, spec: EnvSpec) -> list[str]:
+        """What `spec` asks that this driver cannot do, each naming the field (stepValidate, before
+        any cloud call)."""
+        return capability_problems(spec, self.capabilities, self.cloud)
+
+    @abc.abstractmethod
+    def preflight(self, ctx: Context) -> None:
+        """stepValidate: check what the cloud must allow (images, quotas, name conflicts); create nothing."""
+
+    @abc.abstractmethod
     def ensure_network(self, ctx: Context) -> None: ...
-    def ensure_identity(self, ctx: Context) -> None: ...
-    def ensure_launch_templates(self, ctx: Context) -> None: ...
-    def ensure_vms(self, ctx: Context) -> None: ...
-    def ensure_load_balancer(self, ctx: Context) -> None: ...
-    def ensure_target_group(self, ctx: Context) -> None: ...
-    def ensure_listener(self, ctx: Context) -> None: ...
-    def ensure_dns_record(self, ctx: Context) -> None: ...
 
-    def detach_load_balancer(self, ctx: Context, *, keep_vms: bool) -> None: ...
-    def update_tags(self, ctx: Context) -> None: ...
+    @abc.abstractmethod
+    def ensure_identity(self, ctx: Context) -> None: ...
+
+    @abc.abstractmethod
+    def ensure_launch_templates(self, ctx: Context) -> None: ...
+
+    @abc.abstractmethod
+    def ensure_vms(self, ctx: Context) -> None: ...
+
+    def ensure_load_balancer(self, ctx: Context) -> None:
+        raise self.unsupported("load balancers")
+
+    def ensure_target_group(self, ctx: Context) -> None:
+        raise self.unsupported("load balancers")
+
+    def ensure_listener(self, ctx: Context) -> None:
+        raise self.unsupported("load balancers")
+
+    def ensure_dns_record(self, ctx: Context) -> None:
+        raise self.unsupported("load balancers")
+
+    # ---- operations on a provisioned environment ----
+    def detach_load_balancer(self, ctx: Context, *, keep_vms: bool) -> None:
+        """Remove the LB and what only it needs; a driver without LBs has nothing to remove."""
+        if self.capabilities.load_balancers:
+            raise self.unsupported("detaching a load balancer")
+
+    @abc.abstractmethod
+    def update_tags(self, ctx: Context) -> None:
+        """Re-tag every resource of the job with the spec's current tag set."""
+
     def rotate_pool(self, ctx: Context, pool_name: str) -> list[str]:
         """Replace the pool's outdated VMs; returns notes for the user (e.g. what the endpoint lacks)."""
-        ...
+        raise self.unsupported("rotating VMs")
 
+    # ---- teardown ----
+    @abc.abstractmethod
     def delete_vms(self, ctx: Context) -> None: ...
+
+    @abc.abstractmethod
     def delete_launch_templates(self, ctx: Context) -> None: ...
+
+    @abc.abstractmethod
     def delete_security_group(self, ctx: Context) -> None: ...
+
+    @abc.abstractmethod
     def delete_identity(self, ctx: Context) -> None: ...
+
+    @abc.abstractmethod
     def delete_network(self, ctx: Context) -> None: ...
 
-    def leftovers(self, ctx: Context) -> list[Leftover]: ...
+    @abc.abstractmethod
+    def leftovers(self, ctx: Context) -> list[Leftover]:
+        """Everything still tagged with the job (a clean teardown leaves none)."""
 
+    # ---- exec channel ----
+    @abc.abstractmethod
     def run_command(
         self, instance_ids: list[str], commands: list[str], timeout: float, comment: str = "vmplane exec"
     ) -> list[CommandResult]: ...
+
+    def session_hint(self, vm_id: str) -> SessionHint:
+        """How a person opens an interactive session on a VM through the IAM-gated channel."""
+        raise self.unsupported("interactive sessions")
+
+    # ---- plans and records (pure: no cloud calls) ----
+    @abc.abstractmethod
+    def provision_resources(self, spec: EnvSpec, infra: InfraConfig) -> list[PlannedResource]:
+        """What applying `spec` creates, named as the steps name them (`infra` supplies what is already
+        known, such as the zones)."""
+
+    @abc.abstractmethod
+    def lb_resources(self, spec: EnvSpec) -> list[PlannedResource]:
+        """What the load balancer steps create (also the plan of `vmplane lb attach`)."""
+
+    @abc.abstractmethod
+    def teardown_resources(self, infra: InfraConfig) -> list[PlannedResource]:
+        """What destroying the recorded environment deletes, in teardown order."""
+
+    @abc.abstractmethod
+    def lb_teardown_resources(self, infra: InfraConfig) -> list[PlannedResource]: ...
+
+    def step_dependencies(self) -> dict[str, list[str]]:
+        """What each provisioning step needs done first; steps whose inputs are ready run side by side."""
+        return dict(DEFAULT_DEPENDS)
+
+    @abc.abstractmethod
+    def outputs(self, spec: EnvSpec, infra: InfraConfig) -> dict[str, Any]:
+        """The cloud-specific part of the inventory's outputs (stepRegisterSpace)."""
+
+    def unsupported(self, what: str) -> UnsupportedError:
+        return UnsupportedError(f"{what}: not supported by the {self.cloud.value} driver", code="Unsupported")
+
+
+@dataclass(frozen=True)
+class SessionHint:
+    argv: list[str]  # the command a person runs
+    needs: str | None = None  # a program that must be on PATH for it (e.g. session-manager-plugin)
+
+
+# The dependencies of the seed's steps on a cloud where nothing waits on anything not listed: IAM does
+# not wait for the network, the LB is built while the launch template and the VMs are, and the DNS
+# record while the VMs boot.
+DEFAULT_DEPENDS: dict[str, list[str]] = {
+    "stepValidate": [],
+    "stepCreateNetwork": ["stepValidate"],
+    "stepCreateIAM": ["stepValidate"],
+    "stepCreateLaunchTemplate": ["stepCreateNetwork", "stepCreateIAM"],
+    "stepCreateVMs": ["stepCreateLaunchTemplate"],
+    "stepCreateLoadBalancer": ["stepCreateNetwork"],
+    "stepCreateTargetGroup": ["stepCreateLoadBalancer", "stepCreateVMs"],  # registers the VMs
+    "stepCreateListener": ["stepCreateTargetGroup"],
+    "stepCreateDNSRecord": ["stepCreateLoadBalancer"],
+}
+
+
+def capability_problems(spec: EnvSpec, caps: Capabilities, cloud: Cloud) -> list[str]:
+    """What `spec` asks of a driver that it cannot do, each naming the field (empty: all supported)."""
+    out = []
+    for name, pool in spec.pools.items():
+        if pool.mode not in caps.pool_modes:
+            out.append(f"pools.{name}.mode: {pool.mode!r} pools are not supported on {cloud.value}")
+    lb = spec.load_balancer
+    if lb is not None:
+        if not caps.load_balancers:
+            out.append(f"loadBalancer: {cloud.value} has no load balancer vmplane can create")
+        elif lb.cert_source not in caps.cert_sources:
+            out.append(f"loadBalancer.certSource: {lb.cert_source.value} is not available on {cloud.value}")
+    if spec.exec_mode not in caps.exec_modes:
+        out.append(f"exec.mode: {spec.exec_mode.value} is not an exec channel of {cloud.value}")
+    return out

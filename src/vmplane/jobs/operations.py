@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Any
 
 from vmplane.clouds.base import CommandResult
+from vmplane.clouds.registry import driver_for
 from vmplane.envspec.impact import CONSEQUENCE, Change, Impact, diff
 from vmplane.envspec.models import AsgPool, EnvSpec, FixedPool, LoadBalancer
 from vmplane.errors import UsageError
@@ -23,13 +24,13 @@ from vmplane.pipeline.plan import (
     LB_STEPS,
     TEARDOWN_STEPS,
     Plan,
-    lb_resources,
-    lb_teardown_resources,
+    PlanKind,
     provision_plan,
     provision_steps,
     teardown_plan,
 )
 from vmplane.settings import Settings
+from vmplane.state import InfraConfig
 from vmplane.store.db import transaction
 from vmplane.target import Target
 
@@ -67,7 +68,7 @@ def plan_apply(settings: Settings, spec: EnvSpec, target: Target) -> ApplyPlan:
     with transaction(settings.db_url) as s:
         row = jobs.find_current_job(s, spec.org, spec.name)
         job = jobs.view(row) if row is not None else None
-    fresh = provision_plan(spec, target.describe())
+    fresh = provision_plan(driver_for(target), spec, InfraConfig(), target.describe())
     if job is None:
         return ApplyPlan(Decision.new, fresh, None)
     same = job.config["spec"] == jobs.spec_json(spec)
@@ -83,7 +84,7 @@ def plan_apply(settings: Settings, spec: EnvSpec, target: Target) -> ApplyPlan:
         )
     if job.status is JobStatus.succeeded or failed_op is not None:
         if same:
-            return ApplyPlan(Decision.no_changes, Plan("none", spec.name, target.describe(), []), job)
+            return ApplyPlan(Decision.no_changes, Plan(PlanKind.none, spec.name, target.describe(), []), job)
         return plan_update(spec, target, job)
     if job.target != target:
         raise JobConflictError(f"job {job.id} runs on {job.target.describe()}, not {target.describe()}")
@@ -116,7 +117,7 @@ def plan_update(spec: EnvSpec, target: Target, job: JobView) -> ApplyPlan:
         steps.insert(steps.index("stepRegisterSpace"), "stepUpdateTags")
     counts = Counter(c.impact.value for c in changes)
     headline = "Update: " + ", ".join(f"{n} {impact}" for impact, n in sorted(counts.items())) + " change(s)."
-    plan = Plan("update", spec.name, target.describe(), steps, [], notes=[], headline=headline)
+    plan = Plan(PlanKind.update, spec.name, target.describe(), steps, [], notes=[], headline=headline)
     plan.notes.append(f"updates job {job.id}: every step reconciles the environment with the file")
     return ApplyPlan(Decision.refused if refusals else Decision.update, plan, job, changes, refusals)
 
@@ -143,7 +144,7 @@ def create_or_update_job(settings: Settings, spec: EnvSpec, target: Target, ap: 
 
 
 def plan_destroy(settings: Settings, job: JobView) -> Plan:
-    return teardown_plan(job.spec, job.infra, job.target.describe())
+    return teardown_plan(driver_for(job.target), job.spec, job.infra, job.target.describe())
 
 
 def find_job(settings: Settings, ref: str) -> JobView:
@@ -330,9 +331,12 @@ def plan_attach_lb(job: JobView, lb: LoadBalancer | None) -> OperationPlan:
         block = LoadBalancer.model_validate(job.config["detachedLoadBalancer"])
     if block is None:
         raise OperationError(f"{job.env} has no loadBalancer block to attach: pass -f FILE with one")
+    driver = driver_for(job.target)
+    if not driver.capabilities.load_balancers:
+        raise OperationError(f"{job.target.cloud.value} has no load balancer vmplane can create")
     spec = job.spec.model_copy(update={"load_balancer": block})
     steps = [*LB_STEPS, "stepRegisterSpace"]
-    plan = Plan("attach_lb", job.env, job.target.describe(), steps, lb_resources(spec))
+    plan = Plan(PlanKind.attach_lb, job.env, job.target.describe(), steps, driver.lb_resources(spec))
     return OperationPlan("attach_lb", job, {"domain": block.domain}, steps, plan, spec=spec)
 
 
@@ -342,8 +346,9 @@ def plan_detach_lb(job: JobView) -> OperationPlan:
         raise JobConflictError(f"{job.env} has no load balancer attached")
     spec = job.spec.model_copy(update={"load_balancer": None})
     steps = ["stepDetachLoadBalancer", "stepRegisterSpace"]
-    plan = Plan("detach_lb", job.env, job.target.describe(), steps, lb_teardown_resources(job.infra))
-    plan.notes.append("the VMs keep running; their ingress goes back to the VPC CIDR")
+    resources = driver_for(job.target).lb_teardown_resources(job.infra)
+    plan = Plan(PlanKind.detach_lb, job.env, job.target.describe(), steps, resources)
+    plan.notes.append("the VMs keep running; their ingress goes back to what it was before the load balancer")
     updates = {"detachedLoadBalancer": jobs.spec_json(job.spec)["loadBalancer"]} if job.spec.load_balancer else {}
     return OperationPlan("detach_lb", job, {}, steps, plan, spec=spec, config_updates=updates)
 
@@ -371,7 +376,7 @@ def plan_scale(
         detail = "min/desired/max {}/{}/{} -> {}/{}/{}".format(*before, *after)
     spec = job.spec.model_copy(update={"pools": {**job.spec.pools, pool: new_pool}})
     steps = ["stepScalePool", "stepRegisterSpace"]
-    plan = Plan("scale", job.env, job.target.describe(), steps, [], headline=f"Scale: pool {pool} {detail}.")
+    plan = Plan(PlanKind.scale, job.env, job.target.describe(), steps, [], headline=f"Scale: pool {pool} {detail}.")
     plan.notes.append("running VMs stay")
     return OperationPlan(
         "scale", job, {"pool": pool, "min": min_size, "max": max_size, "desired": desired}, steps, plan, spec=spec
@@ -394,9 +399,9 @@ def plan_rotate(job: JobView, pool: str | None) -> OperationPlan:
         raise OperationError(f"no pool {pool!r} in {job.env} (pools: {', '.join(job.spec.pools)})")
     outdated = [v for v in job.infra.outdated_vms() if pool is None or v.Pool == pool]
     steps = ["stepRotateVMs", "stepRegisterSpace"]
-    plan = Plan("rotate", job.env, job.target.describe(), steps, [])
+    plan = Plan(PlanKind.rotate, job.env, job.target.describe(), steps, [])
     for v in outdated:
-        how = "instance refresh" if isinstance(job.spec.pools[v.Pool], AsgPool) else "one at a time"
+        how = "rolling replacement by the cloud" if isinstance(job.spec.pools[v.Pool], AsgPool) else "one at a time"
         plan.notes.append(
             f"{v.Name} ({v.ID}) v{v.LaunchTemplateVersion} -> v{job.infra.LaunchTemplateVersion[v.Pool]} ({how})"
         )

@@ -17,7 +17,9 @@ from typing import TypeVar
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.exc import StaleDataError
 
+from vmplane.bootstrap.runtime import render_push_script
 from vmplane.clouds.base import API_CALLS, CloudDriver, Context, Tagger
+from vmplane.clouds.errors import UnsupportedError
 from vmplane.clouds.registry import driver_for
 from vmplane.envspec.models import BootstrapMode
 from vmplane.errors import VmplaneError
@@ -27,6 +29,7 @@ from vmplane.state import VMState
 from vmplane.store import job_rows as jobs
 from vmplane.store.db import transaction
 from vmplane.store.job_records import JobStatus, JobView, Phase, StepStatus
+from vmplane.target import Target
 
 T = TypeVar("T")
 StepFn = Callable[[CloudDriver, Context, JobView], None]
@@ -38,14 +41,24 @@ class StepFailedError(VmplaneError):
 
 
 def _validate(driver: CloudDriver, ctx: Context, job: JobView) -> None:
+    problems = driver.validate(ctx.spec)
+    script = len(render_push_script(ctx.spec).encode())
+    if script > driver.capabilities.exec_payload_bytes:
+        problems.append(
+            f"runtime: the settings make a {script // 1024} KB script, more than the exec channel's "
+            f"{driver.capabilities.exec_payload_bytes // 1024} KB; ship large files in the image or fetch them at boot"
+        )
+    if problems:
+        raise UnsupportedError("; ".join(problems), code="Unsupported")
     driver.preflight(ctx)
 
 
 def _register(driver: CloudDriver, ctx: Context, job: JobView) -> None:
     infra = ctx.infra
     outputs = {
-        "vpcId": infra.VpcID,
-        "privateSubnetIds": infra.PrivateSubnetIDs,
+        **driver.outputs(ctx.spec, infra),
+        "networkId": infra.NetworkID,
+        "vmSubnetIds": infra.VMSubnetIDs,
         "vmSecurityGroupId": infra.VMSecurityGroupID,
         "launchTemplates": infra.LaunchTemplateID,
         "scalingGroups": infra.ScalingGroupID,
@@ -104,7 +117,7 @@ def _detach_lb(driver: CloudDriver, ctx: Context, job: JobView) -> None:
 
 def _scale(driver: CloudDriver, ctx: Context, job: JobView) -> None:
     driver.ensure_vms(ctx)
-    if ctx.infra.TargetGroupArn:
+    if ctx.infra.LoadBalancerID:
         driver.ensure_target_group(ctx)  # registers new Fixed-pool VMs
     push_runtime(driver, ctx, sandbox=job.target.sandbox)  # new VMs get the runtime settings
 
@@ -257,7 +270,9 @@ def start_job(job_id: str, phase: Phase) -> list[list[str]]:
             jobs.set_operation_status(s, job_id, "running")
         if phase is not Phase.teardown:
             jobs.set_status(s, job_id, JobStatus.running)
-        return waves(jobs.step_names(row, phase))
+        return waves(
+            jobs.step_names(row, phase), driver_for(Target.model_validate(row.config["target"])).step_dependencies()
+        )
 
     return _write(_db_url(), begin)
 

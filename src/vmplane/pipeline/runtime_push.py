@@ -8,11 +8,9 @@ from __future__ import annotations
 
 from vmplane.bootstrap.runtime import render_push_script, runtime_hash
 from vmplane.clouds.base import CloudDriver, Context
-from vmplane.clouds.errors import InvalidRequestError
 from vmplane.errors import VmplaneError
 from vmplane.state import VMState
 
-MAX_SCRIPT_BYTES = 48 * 1024  # SSM Run Command parameters are limited; files this large belong in an image
 PUSH_TIMEOUT = 300.0
 
 
@@ -28,10 +26,11 @@ def push_runtime(driver: CloudDriver, ctx: Context, *, sandbox: bool) -> int:
         ctx.log("runtime settings: every VM is up to date")
         return 0
     script = render_push_script(ctx.spec)
-    if len(script.encode()) > MAX_SCRIPT_BYTES:
-        raise InvalidRequestError(
+    limit = driver.capabilities.exec_payload_bytes
+    if len(script.encode()) > limit:  # stepValidate refuses this first; a vmOp may still get here
+        raise RuntimePushError(
             f"runtime: the settings make a {len(script.encode()) // 1024} KB script, more than the exec channel's "
-            f"{MAX_SCRIPT_BYTES // 1024} KB; ship large files in the image or fetch them at boot"
+            f"{limit // 1024} KB; ship large files in the image or fetch them at boot"
         )
     results = {
         r.instance_id: r

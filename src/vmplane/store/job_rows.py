@@ -100,13 +100,27 @@ def save_infra(session: Session, job_id: str, infra: InfraConfig, base: dict[str
     changed are written, so steps running side by side never overwrite each other's results."""
     row = get_row(session, job_id, for_update=True)
     mine = infra.model_dump(mode="json")
-    if base is None:
-        merged = mine
-    else:
-        merged = dict(row.config.get("infra", {}))
-        merged.update({k: v for k, v in mine.items() if base.get(k) != v})
+    merged = mine if base is None else merge_changes(row.config.get("infra", {}), base, mine)
     row.config = {**row.config, "infra": merged}
     touch(row)
+
+
+def merge_changes(current: dict[str, Any], base: dict[str, Any], mine: dict[str, Any]) -> dict[str, Any]:
+    """A three-way merge: what `mine` changed since `base`, applied to `current`. Nested records (the
+    cloud's sub-model) merge key by key too, since two steps of one wave both write into them."""
+    out = dict(current)
+    for key in base.keys() - mine.keys():
+        out.pop(key, None)
+    for key, value in mine.items():
+        was = base.get(key)
+        if was == value:
+            continue
+        now = out.get(key)
+        if isinstance(value, dict) and isinstance(was, dict) and isinstance(now, dict):
+            out[key] = merge_changes(now, was, value)
+        else:
+            out[key] = value
+    return out
 
 
 def _steps_of(row: JobRow, phase: Phase) -> list[StepRecord]:

@@ -9,6 +9,7 @@ import secrets
 
 from vmplane.clouds.aws import dns
 from vmplane.clouds.aws.errors import aws_call, aws_errors
+from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.aws.tags import tag_list
 from vmplane.clouds.base import Context, Tagger
@@ -24,7 +25,7 @@ def request(aws: AwsClients, ctx: Context) -> None:
     lb, infra, t = ctx.spec.load_balancer, ctx.infra, ctx.tagger
     assert lb is not None
     if lb.certificate_arn:
-        infra.CertificateArn, infra.CertificateRequested = lb.certificate_arn, False
+        aws_ids(infra).CertificateArn, aws_ids(infra).CertificateRequested = lb.certificate_arn, False
         ctx.save()
         return
     arn = _find_job_certificate(aws, t, lb.domain)
@@ -32,20 +33,20 @@ def request(aws: AwsClients, ctx: Context) -> None:
     if arn is None:
         # One token per request, saved first: a retry after a crash returns the same certificate, while
         # a new request after a detach (whose certificate was deleted) gets a new one.
-        if not infra.CertificateRequestToken:
-            infra.CertificateRequestToken = secrets.token_hex(16)
-        infra.CertificateRequested = True
+        if not aws_ids(infra).CertificateRequestToken:
+            aws_ids(infra).CertificateRequestToken = secrets.token_hex(16)
+        aws_ids(infra).CertificateRequested = True
         ctx.save()
         arn = aws_call(
             aws.acm.request_certificate,
             DomainName=lb.domain,
             ValidationMethod="DNS",
-            IdempotencyToken=infra.CertificateRequestToken,
+            IdempotencyToken=aws_ids(infra).CertificateRequestToken,
             Tags=tag_list(t.tags("certificate", lb.domain)),
         )["CertificateArn"]
-    infra.CertificateArn, infra.CertificateRequested = arn, True
+    aws_ids(infra).CertificateArn, aws_ids(infra).CertificateRequested = arn, True
     ctx.save()
-    if infra.HostedZoneID:
+    if aws_ids(infra).HostedZoneID:
         _write_validation_record(aws, ctx, arn)
     ctx.log(f"certificate {arn} {verb} for {lb.domain} (DNS validation)")
 
@@ -63,7 +64,7 @@ def _write_validation_record(aws: AwsClients, ctx: Context, arn: str) -> None:
         return dict(rr) if rr else None  # ACM fills the record in a few seconds after the request
 
     rr = poll(record, what="the certificate's DNS validation record", timeout=dns.DNS_TIMEOUT, first=0.05)
-    zone = ctx.infra.HostedZoneID
+    zone = aws_ids(ctx.infra).HostedZoneID
     assert zone is not None
     dns.upsert(
         aws,
@@ -86,8 +87,8 @@ def wait_issued(aws: AwsClients, arn: str) -> None:
 def delete_job_certificates(aws: AwsClients, ctx: Context) -> None:
     infra = ctx.infra
     arns = {a for a, _ in job_certificates(aws, ctx.tagger)}
-    if infra.CertificateArn and infra.CertificateRequested:
-        arns.add(infra.CertificateArn)
+    if aws_ids(infra).CertificateArn and aws_ids(infra).CertificateRequested:
+        arns.add(aws_ids(infra).CertificateArn)
     for arn in sorted(arns):
 
         def delete(a: str = arn) -> None:
@@ -96,7 +97,11 @@ def delete_job_certificates(aws: AwsClients, ctx: Context) -> None:
 
         # ACM says "in use" for a while after the listener that used it is gone.
         retry(delete, what=f"delete certificate {arn}", timeout=DELETE_TIMEOUT, retry_on=(ConflictError,))
-    infra.CertificateArn, infra.CertificateRequested, infra.CertificateRequestToken = None, False, None
+    aws_ids(infra).CertificateArn, aws_ids(infra).CertificateRequested, aws_ids(infra).CertificateRequestToken = (
+        None,
+        False,
+        None,
+    )
     ctx.save()
 
 

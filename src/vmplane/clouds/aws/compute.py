@@ -9,8 +9,9 @@ from typing import Any
 
 from vmplane.bootstrap.cloudinit import SENTINEL_CHECK_COMMAND, render_user_data
 from vmplane.clouds.aws import exec as aws_exec
-from vmplane.clouds.aws import targets
+from vmplane.clouds.aws import naming, targets
 from vmplane.clouds.aws.errors import aws_call, aws_errors
+from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.aws.tags import find_tagged, job_filters, tag_list, tag_spec
 from vmplane.clouds.base import Context, Tagger
@@ -30,10 +31,6 @@ LIVE_STATES = ["pending", "running", "stopping", "stopped"]
 RUNNING_TIMEOUT = 600.0
 IAM_PROPAGATION_TIMEOUT = 120.0
 TEARDOWN_TIMEOUT = 900.0
-
-
-def resource_name(ctx: Context, suffix: str) -> str:
-    return f"vmplane-{ctx.spec.org}-{ctx.spec.name}-{suffix}"
 
 
 # ---- security group -------------------------------------------------------------------------------
@@ -87,12 +84,12 @@ def find_or_create_group(aws: AwsClients, ctx: Context, role: str, suffix: str, 
     found = find_tagged(aws.ec2.describe_security_groups, "SecurityGroups", job_filters(ctx.tagger, role))
     if found:
         return found[0]
-    name = resource_name(ctx, suffix)
+    name = naming.account_unique(ctx.spec, suffix)
     gid = aws_call(
         aws.ec2.create_security_group,
         GroupName=name,
         Description=f"vmplane {suffix} of {ctx.spec.org}/{ctx.spec.name}: {purpose}",
-        VpcId=ctx.infra.VpcID,
+        VpcId=ctx.infra.NetworkID,
         TagSpecifications=tag_spec("security-group", ctx.tagger.tags(role, name)),
     )["GroupId"]
     return {"GroupId": gid, "IpPermissions": []}
@@ -109,9 +106,9 @@ def revoke_pair(pair: dict[str, Any]) -> dict[str, Any]:
 
 def desired_vm_ingress(ctx: Context) -> set[Source]:
     infra, lb = ctx.infra, ctx.spec.load_balancer
-    lb_sg = infra.LoadBalancerSecurityGroupID if lb is not None else None
+    lb_sg = aws_ids(infra).LoadBalancerSecurityGroupID if lb is not None else None
     lb_ports = {lb.target_port, lb.health_check.port} if lb is not None and lb_sg else set()
-    out: set[Source] = {(p, str(infra.VpcCidr)) for p in ctx.spec.network.ingress_ports if p not in lb_ports}
+    out: set[Source] = {(p, str(aws_ids(infra).VpcCidr)) for p in ctx.spec.network.ingress_ports if p not in lb_ports}
     out.update((p, str(lb_sg)) for p in lb_ports)
     return out
 
@@ -131,12 +128,12 @@ def _tcp_rule(port: int, source: str) -> dict[str, Any]:
 def launch_template_data(ctx: Context, pool_name: str) -> dict[str, Any]:
     spec, infra, t = ctx.spec, ctx.infra, ctx.tagger
     pool = spec.pools[pool_name]
-    image = infra.Images[pool_name]
+    image = aws_ids(infra).Images[pool_name]
     user_data = render_user_data(spec, pool_name)
     return {
         "ImageId": image.ImageID,
         "InstanceType": pool.instance_type,
-        "IamInstanceProfile": {"Arn": infra.InstanceProfileArn},
+        "IamInstanceProfile": {"Arn": aws_ids(infra).InstanceProfileArn},
         "UserData": base64.b64encode(user_data.encode()).decode(),
         "SecurityGroupIds": [infra.VMSecurityGroupID],
         # IMDSv2 only; hop limit 2 so containers on the Docker bridge can still reach it.
@@ -164,7 +161,7 @@ def ensure_launch_templates(aws: AwsClients, ctx: Context) -> None:
     ensure_security_group(aws, ctx)
     ec2, infra, t = aws.ec2, ctx.infra, ctx.tagger
     for pool_name in ctx.spec.pools:
-        name = resource_name(ctx, pool_name)
+        name = naming.launch_template_name(ctx.spec, pool_name)
         data = launch_template_data(ctx, pool_name)
         found = aws_call(
             ec2.describe_launch_templates,
@@ -226,7 +223,7 @@ def ensure_vms(aws: AwsClients, ctx: Context) -> None:
 def _ensure_fixed_pool(aws: AwsClients, ctx: Context, pool_name: str, pool: FixedPool) -> None:
     infra = ctx.infra
     for index in range(pool.size):
-        name = f"{ctx.spec.name}-{pool_name}-{index}"
+        name = naming.instance_name(ctx.spec, pool_name, index)
         rec = infra.vm(name)
         if rec is None:
             rec = VMRecord(Name=name, Pool=pool_name, Index=index)
@@ -234,7 +231,7 @@ def _ensure_fixed_pool(aws: AwsClients, ctx: Context, pool_name: str, pool: Fixe
             ctx.save()  # intent first: a crash from here on leaves a record to reconcile
         live = _find_instance(aws, ctx, name, rec.ID)
         if live is None:
-            subnet = infra.PrivateSubnetIDs[index % len(infra.PrivateSubnetIDs)]
+            subnet = infra.VMSubnetIDs[index % len(infra.VMSubnetIDs)]
             live = _run_instance(aws, ctx, pool_name, name, subnet)
         _record_instance(rec, live)
         ctx.save()
@@ -317,7 +314,7 @@ def launched_version(inst: dict[str, Any]) -> int | None:
 
 def _ensure_asg_pool(aws: AwsClients, ctx: Context, pool_name: str, pool: AsgPool) -> None:
     asg, infra, t = aws.autoscaling, ctx.infra, ctx.tagger
-    name = resource_name(ctx, pool_name)
+    name = naming.asg_name(ctx.spec, pool_name)
     infra.ScalingGroupID = {**infra.ScalingGroupID, pool_name: name}
     ctx.save()
     groups = aws_call(asg.describe_auto_scaling_groups, AutoScalingGroupNames=[name])["AutoScalingGroups"]
@@ -350,7 +347,7 @@ def _ensure_asg_pool(aws: AwsClients, ctx: Context, pool_name: str, pool: AsgPoo
             MinSize=pool.min,
             MaxSize=pool.max,
             DesiredCapacity=pool.desired,
-            VPCZoneIdentifier=",".join(infra.PrivateSubnetIDs),
+            VPCZoneIdentifier=",".join(infra.VMSubnetIDs),
             HealthCheckGracePeriod=ctx.spec.bootstrap.timeout_seconds,
             Tags=[
                 {
@@ -360,7 +357,7 @@ def _ensure_asg_pool(aws: AwsClients, ctx: Context, pool_name: str, pool: AsgPoo
                     "ResourceId": name,
                     "ResourceType": "auto-scaling-group",
                 }
-                for k, v in sorted(t.tags("vm", f"{ctx.spec.name}-{pool_name}").items())
+                for k, v in sorted(t.tags("vm", naming.asg_instance_name(ctx.spec, pool_name)).items())
             ],
         )
     _ensure_scaling_policy(aws, name, pool)
@@ -440,7 +437,7 @@ def rotate_fixed_vm(aws: AwsClients, ctx: Context, rec: VMRecord, health_timeout
         live = [i for i in _instances_named(aws, ctx, rec.Name) if i["InstanceId"] != old_id]
         fresh = next((i for i in live if launched_version(i) == version), None)
         if fresh is None:
-            subnet = rec.SubnetID or infra.PrivateSubnetIDs[rec.Index % len(infra.PrivateSubnetIDs)]
+            subnet = rec.SubnetID or infra.VMSubnetIDs[rec.Index % len(infra.VMSubnetIDs)]
             fresh = _run_instance(aws, ctx, rec.Pool, rec.Name, subnet, token_suffix=f"v{version}")
         rec.ReplacementID = fresh["InstanceId"]
         ctx.save()

@@ -7,12 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 from vmplane.clouds.aws.errors import aws_call, aws_errors
+from vmplane.clouds.aws.ids import DnsRecord, aws_ids
 from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.base import Context
 from vmplane.clouds.errors import InvalidRequestError, NotFoundError
 from vmplane.clouds.waits import poll
 from vmplane.envspec.models import LoadBalancer
-from vmplane.state import DnsRecord
 
 DNS_TIMEOUT = 300.0
 
@@ -40,8 +40,8 @@ def resolve_hosted_zone(aws: AwsClients, lb: LoadBalancer) -> str | None:
 def upsert(aws: AwsClients, ctx: Context, zone: str, record: dict[str, Any]) -> None:
     infra = ctx.infra
     entry = DnsRecord(ZoneID=zone, Name=record["Name"].rstrip("."), Type=record["Type"])
-    if entry not in infra.DNSRecords:
-        infra.DNSRecords = [*infra.DNSRecords, entry]
+    if entry not in aws_ids(infra).DNSRecords:
+        aws_ids(infra).DNSRecords = [*aws_ids(infra).DNSRecords, entry]
         ctx.save()  # intent first: teardown deletes it even if we crash right after the change
     change = aws_call(
         aws.route53.change_resource_record_sets,

@@ -1,14 +1,45 @@
-"""The AWS driver: the CloudDriver protocol over boto3, one module per resource kind."""
+"""The AWS driver: CloudDriver over boto3, one module per resource kind."""
 
 from __future__ import annotations
 
+import shutil
+from typing import Any
+
 from vmplane.clouds.aws import compute, iam, inventory, lb, network, preflight, retag, rotation
 from vmplane.clouds.aws import exec as aws_exec
+from vmplane.clouds.aws import plan as aws_plan
+from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.aws.session import AwsClients, AwsTarget
-from vmplane.clouds.base import CommandResult, Context, Leftover
+from vmplane.clouds.base import (
+    Capabilities,
+    CloudDriver,
+    CommandResult,
+    Context,
+    Leftover,
+    PlannedResource,
+    SessionHint,
+    TagRules,
+)
+from vmplane.clouds.tags import AWS_TAG_KEY
+from vmplane.envspec.models import CertSource, Cloud, EnvSpec, ExecMode
+from vmplane.state import InfraConfig
+
+USER_DATA_BYTES = 16384  # EC2's limit on user-data before base64
 
 
-class AwsDriver:
+class AwsDriver(CloudDriver):
+    cloud = Cloud.aws
+    capabilities = Capabilities(
+        pool_modes=frozenset({"fixed", "asg"}),
+        load_balancers=True,
+        cert_sources=frozenset({CertSource.AWSACM}),
+        instance_refresh=True,
+        exec_modes=frozenset({ExecMode.SSM}),
+        exec_payload_bytes=aws_exec.MAX_SCRIPT_BYTES,
+        user_data_bytes=USER_DATA_BYTES,
+        tags=TagRules(style="key_value", key_pattern=AWS_TAG_KEY, max_key=128, max_value=256),
+    )
+
     def __init__(self, target: AwsTarget) -> None:
         self.target = target
         self.aws = AwsClients(target)
@@ -73,3 +104,25 @@ class AwsDriver:
         self, instance_ids: list[str], commands: list[str], timeout: float, comment: str = "vmplane exec"
     ) -> list[CommandResult]:
         return aws_exec.run(self.aws, instance_ids, commands, comment=comment, timeout=timeout)
+
+    def session_hint(self, vm_id: str) -> SessionHint:
+        argv = ["aws", "ssm", "start-session", "--target", vm_id, "--region", self.target.region]
+        if self.target.profile:
+            argv += ["--profile", self.target.profile]
+        plugin = "session-manager-plugin"
+        return SessionHint(argv=argv, needs=None if shutil.which(plugin) else plugin)
+
+    def provision_resources(self, spec: EnvSpec, infra: InfraConfig) -> list[PlannedResource]:
+        return aws_plan.provision_resources(spec, infra)
+
+    def lb_resources(self, spec: EnvSpec) -> list[PlannedResource]:
+        return aws_plan.lb_resources(spec)
+
+    def teardown_resources(self, infra: InfraConfig) -> list[PlannedResource]:
+        return aws_plan.teardown_resources(infra)
+
+    def lb_teardown_resources(self, infra: InfraConfig) -> list[PlannedResource]:
+        return aws_plan.lb_teardown_resources(infra)
+
+    def outputs(self, spec: EnvSpec, infra: InfraConfig) -> dict[str, Any]:
+        return {"vpcId": infra.NetworkID, "privateSubnetIds": infra.VMSubnetIDs, "accountId": aws_ids(infra).AccountID}

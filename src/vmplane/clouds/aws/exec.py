@@ -9,23 +9,27 @@ from __future__ import annotations
 
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.session import AwsClients
-from vmplane.clouds.base import CommandResult
+from vmplane.clouds.base import CommandResult, CommandStatus
 from vmplane.clouds.errors import CloudError, InvalidRequestError, TransientError
 from vmplane.clouds.waits import poll
 
 DOCUMENT = "AWS-RunShellScript"
+# SSM's terminal invocation statuses, in the neutral words of CommandStatus.
 TERMINAL = {
-    "Success",
-    "Failed",
-    "Cancelled",
-    "TimedOut",
-    "Undeliverable",
-    "Terminated",
-    "InvalidPlatform",
-    "AccessDenied",
-    "DeliveryTimedOut",
-    "ExecutionTimedOut",
+    "Success": CommandStatus.success,
+    "Failed": CommandStatus.failed,
+    "Cancelled": CommandStatus.cancelled,
+    "TimedOut": CommandStatus.timed_out,
+    "ExecutionTimedOut": CommandStatus.timed_out,
+    "DeliveryTimedOut": CommandStatus.undeliverable,
+    "Undeliverable": CommandStatus.undeliverable,
+    "Terminated": CommandStatus.undeliverable,
+    "InvalidPlatform": CommandStatus.undeliverable,
+    "AccessDenied": CommandStatus.undeliverable,
 }
+# One SSM command document parameter holds at most this much script (SSM's limit is 64 KiB per
+# document parameter; vmplane keeps headroom for the JSON encoding).
+MAX_SCRIPT_BYTES = 48 * 1024
 BATCH = 50  # SendCommand accepts at most 50 instance ids
 
 
@@ -66,7 +70,7 @@ def results(aws: AwsClients, command_id: str, instance_ids: list[str], *, timeou
             if inv["Status"] in TERMINAL:
                 out[iid] = CommandResult(
                     instance_id=iid,
-                    status=inv["Status"],
+                    status=TERMINAL[inv["Status"]],
                     exit_code=int(inv.get("ResponseCode", -1)),
                     stdout=inv.get("StandardOutputContent", ""),
                     stderr=inv.get("StandardErrorContent", ""),

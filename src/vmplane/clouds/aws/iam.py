@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+from vmplane.clouds.aws import naming
 from vmplane.clouds.aws.errors import aws_call
+from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.aws.tags import tag_list
-from vmplane.clouds.base import Context, vm_role_name
+from vmplane.clouds.base import Context
 from vmplane.clouds.errors import ConflictError, NotFoundError
 
 EXEC_POLICY_ARN = "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore"
@@ -22,13 +24,13 @@ ASSUME_ROLE_POLICY = json.dumps(
 
 
 def role_name(ctx: Context) -> str:
-    return vm_role_name(ctx.spec.org, ctx.spec.name)
+    return naming.role_name(ctx.spec)
 
 
 def ensure_identity(aws: AwsClients, ctx: Context) -> None:
     iam, infra, t = aws.iam, ctx.infra, ctx.tagger
     name = role_name(ctx)
-    infra.RoleName = infra.InstanceProfileName = name
+    aws_ids(infra).RoleName = aws_ids(infra).InstanceProfileName = name
     ctx.save()
     try:
         aws_call(
@@ -53,7 +55,7 @@ def ensure_identity(aws: AwsClients, ctx: Context) -> None:
         profile = aws_call(iam.get_instance_profile, InstanceProfileName=name)["InstanceProfile"]
     if not any(r["RoleName"] == name for r in profile.get("Roles", [])):
         aws_call(iam.add_role_to_instance_profile, InstanceProfileName=name, RoleName=name)
-    infra.InstanceProfileArn = profile["Arn"]
+    aws_ids(infra).InstanceProfileArn = profile["Arn"]
     ctx.save()
     ctx.log(f"role + instance profile {name} ({EXEC_POLICY_ARN.rsplit('/', 1)[1]})")
 
@@ -95,7 +97,7 @@ def _check_ours(aws: AwsClients, ctx: Context, name: str) -> None:
 
 def delete_identity(aws: AwsClients, ctx: Context) -> None:
     iam = aws.iam
-    name = ctx.infra.RoleName or role_name(ctx)
+    name = aws_ids(ctx.infra).RoleName or role_name(ctx)
     if _owned(ctx, profile_tags(aws, name), "instance profile", name):
         profile = aws_call(iam.get_instance_profile, InstanceProfileName=name)["InstanceProfile"]
         for r in profile.get("Roles", []):
@@ -107,5 +109,5 @@ def delete_identity(aws: AwsClients, ctx: Context) -> None:
         for pol in aws_call(iam.list_role_policies, RoleName=name)["PolicyNames"]:
             aws_call(iam.delete_role_policy, RoleName=name, PolicyName=pol)
         aws_call(iam.delete_role, RoleName=name)
-    ctx.infra.RoleName = ctx.infra.InstanceProfileName = ctx.infra.InstanceProfileArn = None
+    aws_ids(ctx.infra).RoleName = aws_ids(ctx.infra).InstanceProfileName = aws_ids(ctx.infra).InstanceProfileArn = None
     ctx.save()

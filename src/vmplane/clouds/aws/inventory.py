@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from vmplane.clouds.aws import compute, iam, lb
 from vmplane.clouds.aws.errors import aws_call
+from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.aws.tags import job_filters, matches_tag_filters
 from vmplane.clouds.base import Context, Leftover
@@ -51,7 +52,7 @@ def job_ec2_resources(aws: AwsClients, ctx: Context) -> list[tuple[str, str, lis
 
 def leftovers(aws: AwsClients, ctx: Context) -> list[Leftover]:
     out = [Leftover(kind, rid) for kind, rid, _ in job_ec2_resources(aws, ctx)]
-    name = ctx.infra.RoleName or iam.role_name(ctx)
+    name = aws_ids(ctx.infra).RoleName or iam.role_name(ctx)
     for kind, fetch in (("iam-role", iam.role_tags(aws, name)), ("iam-instance-profile", iam.profile_tags(aws, name))):
         try:
             tags = {t["Key"]: t["Value"] for t in fetch()}

@@ -10,11 +10,11 @@ like the rest of the driver. Route53 records cannot carry tags, so the ones vmpl
 from __future__ import annotations
 
 import contextlib
-import hashlib
 from typing import Any
 
-from vmplane.clouds.aws import certs, compute, dns
+from vmplane.clouds.aws import certs, compute, dns, naming
 from vmplane.clouds.aws.errors import aws_call, aws_errors
+from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.aws.tags import find_tagged, job_filters, tag_list
 from vmplane.clouds.aws.targets import DRAIN_SECONDS
@@ -26,7 +26,7 @@ from vmplane.clouds.errors import (
     NotFoundError,
 )
 from vmplane.clouds.waits import poll, retry
-from vmplane.envspec.models import AsgPool, CertSource, EnvSpec, LoadBalancer
+from vmplane.envspec.models import AsgPool, CertSource, LoadBalancer
 from vmplane.state import InfraConfig
 
 HTTPS_PORT = 443
@@ -34,12 +34,6 @@ HTTP_PORT = 80
 SSL_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06"
 LB_TIMEOUT = 900.0
 GONE_TIMEOUT = 600.0
-
-
-def lb_base_name(spec: EnvSpec) -> str:
-    """ALB and target group names: at most 32 chars, unique per org/env, stable across jobs."""
-    digest = hashlib.sha1(f"{spec.org}/{spec.name}".encode()).hexdigest()[:8]
-    return f"{spec.name[:19].rstrip('-')}-{digest}"
 
 
 def _lb(ctx: Context) -> LoadBalancer:
@@ -86,7 +80,7 @@ def preflight(aws: AwsClients, ctx: Context) -> None:
         status = aws_call(aws.acm.describe_certificate, CertificateArn=lb.certificate_arn)["Certificate"]["Status"]
         if status != "ISSUED":
             raise InvalidRequestError(f"loadBalancer.certificateArn: the certificate is {status}, not ISSUED")
-    ctx.infra.HostedZoneID = zone
+    aws_ids(ctx.infra).HostedZoneID = zone
     ctx.log(f"load balancer domain {lb.domain}: hosted zone {zone or 'none (record written by the user)'}")
 
 
@@ -96,8 +90,8 @@ def preflight(aws: AwsClients, ctx: Context) -> None:
 def ensure_load_balancer(aws: AwsClients, ctx: Context) -> None:
     """The LB security group, the certificate request (early, so DNS validation runs while VMs boot), the ALB."""
     infra, t = ctx.infra, ctx.tagger
-    name = lb_base_name(ctx.spec)
-    infra.LoadBalancerName = name
+    name = naming.lb_base_name(ctx.spec)
+    aws_ids(infra).LoadBalancerName = name
     ctx.save()  # the marker that teardown must look for LB parts (see `started`)
     _ensure_lb_security_group(aws, ctx)
     certs.request(aws, ctx)
@@ -106,8 +100,8 @@ def ensure_load_balancer(aws: AwsClients, ctx: Context) -> None:
         found = aws_call(
             aws.elbv2.create_load_balancer,
             Name=name,
-            Subnets=infra.PublicSubnetIDs,
-            SecurityGroups=[infra.LoadBalancerSecurityGroupID],
+            Subnets=aws_ids(infra).PublicSubnetIDs,
+            SecurityGroups=[aws_ids(infra).LoadBalancerSecurityGroupID],
             Scheme="internet-facing",
             Type="application",
             IpAddressType="ipv4",
@@ -120,16 +114,18 @@ def ensure_load_balancer(aws: AwsClients, ctx: Context) -> None:
     )
     infra.LoadBalancerID = found["LoadBalancerArn"]
     infra.LoadBalancerDNSName = found["DNSName"]
-    infra.LoadBalancerZoneID = found["CanonicalHostedZoneId"]
+    aws_ids(infra).LoadBalancerZoneID = found["CanonicalHostedZoneId"]
     ctx.save()
-    ctx.log(f"load balancer {name} ({found['DNSName']}), internet-facing in {len(infra.PublicSubnetIDs)} subnets")
+    ctx.log(
+        f"load balancer {name} ({found['DNSName']}), internet-facing in {len(aws_ids(infra).PublicSubnetIDs)} subnets"
+    )
 
 
 def _ensure_lb_security_group(aws: AwsClients, ctx: Context) -> None:
     ec2, infra = aws.ec2, ctx.infra
     group = compute.find_or_create_group(aws, ctx, "lb-sg", "lb", "HTTPS and HTTP from anywhere")
     gid, perms = group["GroupId"], group.get("IpPermissions", [])
-    infra.LoadBalancerSecurityGroupID = gid
+    aws_ids(infra).LoadBalancerSecurityGroupID = gid
     ctx.save()
     have = {
         p.get("FromPort")
@@ -161,7 +157,7 @@ def ensure_target_group(aws: AwsClients, ctx: Context) -> None:
     """The target group with the health check; the pools' VMs registered; VM ingress from the LB only."""
     lb, infra, t = _lb(ctx), ctx.infra, ctx.tagger
     hc = lb.health_check
-    name = f"{lb_base_name(ctx.spec)}-tg"
+    name = naming.target_group_name(ctx.spec)
     health = {
         "HealthCheckProtocol": "HTTP",
         "HealthCheckPath": hc.path,
@@ -178,7 +174,7 @@ def ensure_target_group(aws: AwsClients, ctx: Context) -> None:
             Name=name,
             Protocol="HTTP",
             Port=lb.target_port,
-            VpcId=infra.VpcID,
+            VpcId=infra.NetworkID,
             TargetType="instance",
             Tags=_elb_tags(t, "target-group", name),
             **health,
@@ -187,7 +183,7 @@ def ensure_target_group(aws: AwsClients, ctx: Context) -> None:
         # A health-check change is a cloud change: updated in place.
         aws_call(aws.elbv2.modify_target_group, TargetGroupArn=tg["TargetGroupArn"], **health)
     arn = tg["TargetGroupArn"]
-    infra.TargetGroupArn = arn
+    aws_ids(infra).TargetGroupArn = arn
     ctx.save()
     aws_call(
         aws.elbv2.modify_target_group_attributes,
@@ -230,7 +226,7 @@ def _attach_group(aws: AwsClients, group: str, tg_arn: str) -> None:
 def ensure_listener(aws: AwsClients, ctx: Context) -> None:
     """HTTPS with the certificate forwarding to the target group; HTTP answering with a redirect."""
     infra = ctx.infra
-    arn, tg, cert = infra.LoadBalancerID, infra.TargetGroupArn, infra.CertificateArn
+    arn, tg, cert = infra.LoadBalancerID, aws_ids(infra).TargetGroupArn, aws_ids(infra).CertificateArn
     if not (arn and tg and cert):
         raise InvalidRequestError("the load balancer, target group and certificate must exist before the listener")
     certs.wait_issued(aws, cert)
@@ -268,7 +264,7 @@ def ensure_listener(aws: AwsClients, ctx: Context) -> None:
             Tags=_elb_tags(ctx.tagger, "listener", "http"),
         )["Listeners"][0]
     )
-    infra.ListenerArns = [https["ListenerArn"], http["ListenerArn"]]
+    aws_ids(infra).ListenerArns = [https["ListenerArn"], http["ListenerArn"]]
     ctx.save()
     ctx.log(f"listeners: HTTPS:{HTTPS_PORT} ({SSL_POLICY}) -> target group; HTTP:{HTTP_PORT} -> 301 HTTPS")
 
@@ -289,15 +285,15 @@ def _wait_active(aws: AwsClients, arn: str) -> None:
 
 def ensure_dns_record(aws: AwsClients, ctx: Context) -> None:
     lb, infra = _lb(ctx), ctx.infra
-    if not infra.HostedZoneID:
+    if not aws_ids(infra).HostedZoneID:
         ctx.log(f"no hosted zone: point {lb.domain} at {infra.LoadBalancerDNSName} (CNAME or alias) yourself")
         return
     alias = {
-        "HostedZoneId": infra.LoadBalancerZoneID,
+        "HostedZoneId": aws_ids(infra).LoadBalancerZoneID,
         "DNSName": infra.LoadBalancerDNSName,
         "EvaluateTargetHealth": True,
     }
-    dns.upsert(aws, ctx, infra.HostedZoneID, {"Name": lb.domain, "Type": "A", "AliasTarget": alias})
+    dns.upsert(aws, ctx, aws_ids(infra).HostedZoneID, {"Name": lb.domain, "Type": "A", "AliasTarget": alias})
     ctx.log(f"DNS {lb.domain} A alias -> {infra.LoadBalancerDNSName}")
 
 
@@ -314,9 +310,9 @@ def detach(aws: AwsClients, ctx: Context, *, keep_vms: bool) -> None:
     if not started(infra):
         ctx.log("no load balancer was created for this job")
         return
-    for rec in [r for r in infra.DNSRecords if r.Type == "A"]:
+    for rec in [r for r in aws_ids(infra).DNSRecords if r.Type == "A"]:
         dns.delete_record(aws, rec)
-        infra.DNSRecords = [r for r in infra.DNSRecords if r != rec]
+        aws_ids(infra).DNSRecords = [r for r in aws_ids(infra).DNSRecords if r != rec]
         ctx.save()
     # One scan of the job's ELB resources serves the whole detach.
     arns = [a for a, _ in job_elb_resources(aws, t)]
@@ -326,7 +322,7 @@ def detach(aws: AwsClients, ctx: Context, *, keep_vms: bool) -> None:
         for listener in aws_call(aws.elbv2.describe_listeners, LoadBalancerArn=arn)["Listeners"]:
             with contextlib.suppress(NotFoundError):
                 aws_call(aws.elbv2.delete_listener, ListenerArn=listener["ListenerArn"])
-    infra.ListenerArns = []
+    aws_ids(infra).ListenerArns = []
     ctx.save()
     for group in compute.job_scaling_groups(aws, t):
         for tg in tgs:
@@ -339,7 +335,9 @@ def detach(aws: AwsClients, ctx: Context, *, keep_vms: bool) -> None:
             aws_call(aws.elbv2.delete_load_balancer, LoadBalancerArn=arn)
     for arn in lbs:
         poll(lambda a=arn: True if _lb_gone(aws, a) else None, what="load balancer deletion", timeout=GONE_TIMEOUT)
-    infra.LoadBalancerID = infra.LoadBalancerDNSName = infra.LoadBalancerZoneID = infra.LoadBalancerName = None
+    infra.LoadBalancerID = infra.LoadBalancerDNSName = aws_ids(infra).LoadBalancerZoneID = aws_ids(
+        infra
+    ).LoadBalancerName = None
     ctx.save()
     for tg in tgs:
 
@@ -349,11 +347,11 @@ def detach(aws: AwsClients, ctx: Context, *, keep_vms: bool) -> None:
 
         # "ResourceInUse" until the LB and the groups' attachments are gone.
         retry(delete_tg, what=f"delete {tg}", timeout=GONE_TIMEOUT, retry_on=(ConflictError,))
-    infra.TargetGroupArn = None
+    aws_ids(infra).TargetGroupArn = None
     lb_sgs = [
         g["GroupId"] for g in find_tagged(aws.ec2.describe_security_groups, "SecurityGroups", job_filters(t, "lb-sg"))
     ]
-    infra.LoadBalancerSecurityGroupID = None
+    aws_ids(infra).LoadBalancerSecurityGroupID = None
     ctx.save()
     _drop_vm_ingress_from(aws, ctx, lb_sgs, restore=keep_vms)
     for gid in lb_sgs:
@@ -364,9 +362,9 @@ def detach(aws: AwsClients, ctx: Context, *, keep_vms: bool) -> None:
 
         # The ALB's network interfaces release the group a little after the ALB is gone.
         retry(delete_sg, what=f"delete {gid}", timeout=GONE_TIMEOUT, retry_on=(DependencyViolationError,))
-    for rec in list(infra.DNSRecords):  # the certificate's validation records
+    for rec in list(aws_ids(infra).DNSRecords):  # the certificate's validation records
         dns.delete_record(aws, rec)
-        infra.DNSRecords = [r for r in infra.DNSRecords if r != rec]
+        aws_ids(infra).DNSRecords = [r for r in aws_ids(infra).DNSRecords if r != rec]
         ctx.save()
     certs.delete_job_certificates(aws, ctx)
     ctx.log(f"load balancer removed: {len(lbs)} ALB, {len(tgs)} target groups, {len(lb_sgs)} security groups")
@@ -376,20 +374,20 @@ def started(infra: InfraConfig) -> bool:
     """Whether any LB part may exist: stepCreateLoadBalancer records the name before creating anything,
     and detach clears the certificate last. Saves a tag scan of ELB and ACM on every other teardown."""
     return bool(
-        infra.LoadBalancerName
+        aws_ids(infra).LoadBalancerName
         or infra.LoadBalancerID
-        or infra.TargetGroupArn
-        or infra.LoadBalancerSecurityGroupID
-        or infra.ListenerArns
-        or infra.CertificateArn
-        or infra.CertificateRequested
-        or infra.DNSRecords
+        or aws_ids(infra).TargetGroupArn
+        or aws_ids(infra).LoadBalancerSecurityGroupID
+        or aws_ids(infra).ListenerArns
+        or aws_ids(infra).CertificateArn
+        or aws_ids(infra).CertificateRequested
+        or aws_ids(infra).DNSRecords
     )
 
 
 def _drop_vm_ingress_from(aws: AwsClients, ctx: Context, lb_sgs: list[str], *, restore: bool) -> None:
     vm_groups = find_tagged(aws.ec2.describe_security_groups, "SecurityGroups", job_filters(ctx.tagger, "vm-sg"))
-    if restore and vm_groups and ctx.infra.VpcCidr:
+    if restore and vm_groups and aws_ids(ctx.infra).VpcCidr:
         compute.ensure_security_group(aws, ctx)  # desired rules without an LB: ingress ports from the VPC
         return
     for g in vm_groups:
@@ -443,5 +441,7 @@ def job_elb_resources(aws: AwsClients, t: Tagger) -> list[tuple[str, list[dict[s
 def leftovers(aws: AwsClients, t: Tagger, infra: InfraConfig) -> list[tuple[str, str]]:
     out = [("load-balancer" if ":loadbalancer/" in a else "target-group", a) for a, _ in job_elb_resources(aws, t)]
     out += [("certificate", a) for a, _ in certs.job_certificates(aws, t)]
-    out += [("dns-record", f"{r.Name} {r.Type}") for r in infra.DNSRecords if dns.find_record(aws, r) is not None]
+    out += [
+        ("dns-record", f"{r.Name} {r.Type}") for r in aws_ids(infra).DNSRecords if dns.find_record(aws, r) is not None
+    ]
     return out

@@ -7,7 +7,9 @@ import ipaddress
 import math
 from collections.abc import Callable
 
+from vmplane.clouds.aws import naming
 from vmplane.clouds.aws.errors import aws_call
+from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.aws.tags import find_tagged, job_filters, tag_list, tag_spec
 from vmplane.clouds.base import Context
@@ -35,57 +37,61 @@ def ensure_network(aws: AwsClients, ctx: Context) -> None:
         _adopt_existing(aws, ctx)
         return
     ec2, infra, t = aws.ec2, ctx.infra, ctx.tagger
-    env = ctx.spec.name
 
-    if not infra.VpcID:
+    if not infra.NetworkID:
         found = find_tagged(ec2.describe_vpcs, "Vpcs", job_filters(t, "vpc"))
         if found:
-            infra.VpcID = found[0]["VpcId"]
+            infra.NetworkID = found[0]["VpcId"]
         else:
-            vpc = aws_call(ec2.create_vpc, CidrBlock=net.cidr, TagSpecifications=tag_spec("vpc", t.tags("vpc", env)))
-            infra.VpcID = vpc["Vpc"]["VpcId"]
-        infra.VpcCidr, infra.VpcCreated = net.cidr, True
+            vpc = aws_call(
+                ec2.create_vpc,
+                CidrBlock=net.cidr,
+                TagSpecifications=tag_spec("vpc", t.tags("vpc", naming.vpc_name(ctx.spec))),
+            )
+            infra.NetworkID = vpc["Vpc"]["VpcId"]
+        aws_ids(infra).VpcCidr, infra.NetworkCreated = net.cidr, True
         ctx.save()
         # Private DNS names are needed by the SSM agent and most workloads.
-        aws_call(ec2.modify_vpc_attribute, VpcId=infra.VpcID, EnableDnsSupport={"Value": True})
-        aws_call(ec2.modify_vpc_attribute, VpcId=infra.VpcID, EnableDnsHostnames={"Value": True})
+        aws_call(ec2.modify_vpc_attribute, VpcId=infra.NetworkID, EnableDnsSupport={"Value": True})
+        aws_call(ec2.modify_vpc_attribute, VpcId=infra.NetworkID, EnableDnsHostnames={"Value": True})
         _tag_vpc_defaults(aws, ctx)
-        ctx.log(f"vpc {infra.VpcID} ({net.cidr})")
+        ctx.log(f"vpc {infra.NetworkID} ({net.cidr})")
 
-    if not infra.InternetGatewayID:
+    if not aws_ids(infra).InternetGatewayID:
         found = find_tagged(ec2.describe_internet_gateways, "InternetGateways", job_filters(t, "igw"))
         igw = (
             found[0]
             if found
             else aws_call(
-                ec2.create_internet_gateway, TagSpecifications=tag_spec("internet-gateway", t.tags("igw", f"{env}-igw"))
+                ec2.create_internet_gateway,
+                TagSpecifications=tag_spec("internet-gateway", t.tags("igw", naming.igw_name(ctx.spec))),
             )["InternetGateway"]
         )
-        if not any(a.get("VpcId") == infra.VpcID for a in igw.get("Attachments", [])):
-            aws_call(ec2.attach_internet_gateway, InternetGatewayId=igw["InternetGatewayId"], VpcId=infra.VpcID)
-        infra.InternetGatewayID = igw["InternetGatewayId"]
+        if not any(a.get("VpcId") == infra.NetworkID for a in igw.get("Attachments", [])):
+            aws_call(ec2.attach_internet_gateway, InternetGatewayId=igw["InternetGatewayId"], VpcId=infra.NetworkID)
+        aws_ids(infra).InternetGatewayID = igw["InternetGatewayId"]
         ctx.save()
 
     public_cidrs, private_cidrs = subnet_cidrs(net.cidr, len(infra.Zones))
-    if len(infra.PublicSubnetIDs) != len(infra.Zones):
-        infra.PublicSubnetIDs = _ensure_subnets(aws, ctx, "subnet-public", public_cidrs)
+    if len(aws_ids(infra).PublicSubnetIDs) != len(infra.Zones):
+        aws_ids(infra).PublicSubnetIDs = _ensure_subnets(aws, ctx, "subnet-public", public_cidrs)
         ctx.save()
-    if len(infra.PrivateSubnetIDs) != len(infra.Zones):
-        infra.PrivateSubnetIDs = _ensure_subnets(aws, ctx, "subnet-private", private_cidrs)
-        ctx.save()
-
-    if not infra.NatGatewayIDs:
-        infra.NatGatewayIDs = [_ensure_nat(aws, ctx)]
+    if len(infra.VMSubnetIDs) != len(infra.Zones):
+        infra.VMSubnetIDs = _ensure_subnets(aws, ctx, "subnet-private", private_cidrs)
         ctx.save()
 
-    if not infra.PublicRouteTableID:
-        infra.PublicRouteTableID = _ensure_route_table(
-            aws, ctx, "rt-public", infra.PublicSubnetIDs, {"GatewayId": infra.InternetGatewayID}
+    if not aws_ids(infra).NatGatewayIDs:
+        aws_ids(infra).NatGatewayIDs = [_ensure_nat(aws, ctx)]
+        ctx.save()
+
+    if not aws_ids(infra).PublicRouteTableID:
+        aws_ids(infra).PublicRouteTableID = _ensure_route_table(
+            aws, ctx, "rt-public", aws_ids(infra).PublicSubnetIDs, {"GatewayId": aws_ids(infra).InternetGatewayID}
         )
         ctx.save()
-    if not infra.PrivateRouteTableID:
-        infra.PrivateRouteTableID = _ensure_route_table(
-            aws, ctx, "rt-private", infra.PrivateSubnetIDs, {"NatGatewayId": infra.NatGatewayIDs[0]}
+    if not aws_ids(infra).PrivateRouteTableID:
+        aws_ids(infra).PrivateRouteTableID = _ensure_route_table(
+            aws, ctx, "rt-private", infra.VMSubnetIDs, {"NatGatewayId": aws_ids(infra).NatGatewayIDs[0]}
         )
         ctx.save()
 
@@ -93,7 +99,7 @@ def ensure_network(aws: AwsClients, ctx: Context) -> None:
 def _tag_vpc_defaults(aws: AwsClients, ctx: Context) -> None:
     """AWS creates a main route table, default security group and default ACL with every VPC; tag them
     too so every resource of the environment carries the tag set (they go away with the VPC)."""
-    ec2, vpc = aws.ec2, [{"Name": "vpc-id", "Values": [ctx.infra.VpcID]}]
+    ec2, vpc = aws.ec2, [{"Name": "vpc-id", "Values": [ctx.infra.NetworkID]}]
     ids = [
         rt["RouteTableId"]
         for rt in aws_call(ec2.describe_route_tables, Filters=[*vpc, {"Name": "association.main", "Values": ["true"]}])[
@@ -145,11 +151,11 @@ def _adopt_existing(aws: AwsClients, ctx: Context) -> None:
         raise InvalidRequestError(
             f"subnets {', '.join(public_ips)} assign public IPs on launch; VMs must be in private subnets"
         )
-    infra.VpcID, infra.VpcCidr, infra.VpcCreated = vpcs[0]["VpcId"], vpcs[0]["CidrBlock"], False
-    infra.PrivateSubnetIDs = [s["SubnetId"] for s in subnets]
+    infra.NetworkID, aws_ids(infra).VpcCidr, infra.NetworkCreated = vpcs[0]["VpcId"], vpcs[0]["CidrBlock"], False
+    infra.VMSubnetIDs = [s["SubnetId"] for s in subnets]
     infra.Zones = [s["AvailabilityZone"] for s in subnets]
     ctx.save()
-    ctx.log(f"using existing vpc {infra.VpcID} (not managed by vmplane)")
+    ctx.log(f"using existing vpc {infra.NetworkID} (not managed by vmplane)")
 
 
 def _ensure_subnets(aws: AwsClients, ctx: Context, role: str, cidrs: list[str]) -> list[str]:
@@ -160,10 +166,10 @@ def _ensure_subnets(aws: AwsClients, ctx: Context, role: str, cidrs: list[str]) 
     ids = []
     for zone, cidr in zip(infra.Zones, cidrs, strict=True):
         if zone not in existing:
-            name = f"{ctx.spec.name}-{role.removeprefix('subnet-')}-{zone}"
+            name = naming.subnet_name(ctx.spec, role, zone)
             sub = aws_call(
                 ec2.create_subnet,
-                VpcId=infra.VpcID,
+                VpcId=infra.NetworkID,
                 CidrBlock=cidr,
                 AvailabilityZone=zone,
                 TagSpecifications=tag_spec("subnet", t.tags(role, name)),
@@ -182,11 +188,11 @@ def _ensure_nat(aws: AwsClients, ctx: Context) -> str:
     if found:
         nat_id = found[0]["NatGatewayId"]
         allocs = [a["AllocationId"] for a in found[0].get("NatGatewayAddresses", []) if a.get("AllocationId")]
-        if allocs and not infra.ElasticIPAllocationIDs:
-            infra.ElasticIPAllocationIDs = allocs
+        if allocs and not aws_ids(infra).ElasticIPAllocationIDs:
+            aws_ids(infra).ElasticIPAllocationIDs = allocs
             ctx.save()
     else:
-        if not infra.ElasticIPAllocationIDs:
+        if not aws_ids(infra).ElasticIPAllocationIDs:
             eips = find_tagged(ec2.describe_addresses, "Addresses", job_filters(t, "nat-eip"))
             alloc = (
                 eips[0]["AllocationId"]
@@ -194,17 +200,17 @@ def _ensure_nat(aws: AwsClients, ctx: Context) -> str:
                 else aws_call(
                     ec2.allocate_address,
                     Domain="vpc",
-                    TagSpecifications=tag_spec("elastic-ip", t.tags("nat-eip", f"{ctx.spec.name}-nat")),
+                    TagSpecifications=tag_spec("elastic-ip", t.tags("nat-eip", naming.nat_name(ctx.spec))),
                 )["AllocationId"]
             )
-            infra.ElasticIPAllocationIDs = [alloc]
+            aws_ids(infra).ElasticIPAllocationIDs = [alloc]
             ctx.save()
         nat_id = aws_call(
             ec2.create_nat_gateway,
-            SubnetId=infra.PublicSubnetIDs[0],
-            AllocationId=infra.ElasticIPAllocationIDs[0],
+            SubnetId=aws_ids(infra).PublicSubnetIDs[0],
+            AllocationId=aws_ids(infra).ElasticIPAllocationIDs[0],
             ClientToken=f"{ctx.job_id}-nat-0",
-            TagSpecifications=tag_spec("natgateway", t.tags("nat", f"{ctx.spec.name}-nat")),
+            TagSpecifications=tag_spec("natgateway", t.tags("nat", naming.nat_name(ctx.spec))),
         )["NatGateway"]["NatGatewayId"]
 
     def available() -> str | None:
@@ -226,8 +232,8 @@ def _ensure_route_table(aws: AwsClients, ctx: Context, role: str, subnet_ids: li
         if found
         else aws_call(
             ec2.create_route_table,
-            VpcId=infra.VpcID,
-            TagSpecifications=tag_spec("route-table", t.tags(role, f"{ctx.spec.name}-{role}")),
+            VpcId=infra.NetworkID,
+            TagSpecifications=tag_spec("route-table", t.tags(role, naming.route_table_name(ctx.spec, role))),
         )["RouteTable"]
     )
     rt_id = rt["RouteTableId"]
@@ -244,8 +250,8 @@ def _ensure_route_table(aws: AwsClients, ctx: Context, role: str, subnet_ids: li
 def delete_network(aws: AwsClients, ctx: Context) -> None:
     """Delete what this job created, found by tag (so unrecorded leftovers of a crash go too)."""
     infra, ec2, t = ctx.infra, aws.ec2, ctx.tagger
-    if infra.VpcID and not infra.VpcCreated:
-        ctx.log(f"leaving existing vpc {infra.VpcID} untouched")
+    if infra.NetworkID and not infra.NetworkCreated:
+        ctx.log(f"leaving existing vpc {infra.NetworkID} untouched")
         return
 
     nats = find_tagged(
@@ -255,7 +261,7 @@ def delete_network(aws: AwsClients, ctx: Context) -> None:
         aws_call(ec2.delete_nat_gateway, NatGatewayId=nat["NatGatewayId"])
     for nat in nats:
         _wait_nat_deleted(aws, nat["NatGatewayId"])
-    infra.NatGatewayIDs = []
+    aws_ids(infra).NatGatewayIDs = []
     ctx.save()
 
     for addr in find_tagged(ec2.describe_addresses, "Addresses", job_filters(t)):
@@ -263,7 +269,7 @@ def delete_network(aws: AwsClients, ctx: Context) -> None:
             _tolerate_missing(lambda a=addr: aws_call(ec2.disassociate_address, AssociationId=a["AssociationId"]))
         # The EIP stays "in use" until the NAT gateway's interface is gone.
         _until_free(lambda a=addr: aws_call(ec2.release_address, AllocationId=a["AllocationId"]), "release EIP")
-    infra.ElasticIPAllocationIDs = []
+    aws_ids(infra).ElasticIPAllocationIDs = []
     ctx.save()
 
     for rt in find_tagged(ec2.describe_route_tables, "RouteTables", job_filters(t)):
@@ -275,13 +281,13 @@ def delete_network(aws: AwsClients, ctx: Context) -> None:
                     lambda a=assoc: aws_call(ec2.disassociate_route_table, AssociationId=a["RouteTableAssociationId"])
                 )
         _tolerate_missing(lambda r=rt: aws_call(ec2.delete_route_table, RouteTableId=r["RouteTableId"]))
-    infra.PublicRouteTableID = infra.PrivateRouteTableID = None
+    aws_ids(infra).PublicRouteTableID = aws_ids(infra).PrivateRouteTableID = None
     ctx.save()
 
     for sub in find_tagged(ec2.describe_subnets, "Subnets", job_filters(t)):
         # Interfaces of just-terminated instances linger for a while: DependencyViolation until then.
         _until_free(lambda s=sub: aws_call(ec2.delete_subnet, SubnetId=s["SubnetId"]), f"delete {sub['SubnetId']}")
-    infra.PublicSubnetIDs, infra.PrivateSubnetIDs = [], []
+    aws_ids(infra).PublicSubnetIDs, infra.VMSubnetIDs = [], []
     ctx.save()
 
     for igw in find_tagged(ec2.describe_internet_gateways, "InternetGateways", job_filters(t)):
@@ -292,12 +298,12 @@ def delete_network(aws: AwsClients, ctx: Context) -> None:
                 )
             )
         _tolerate_missing(lambda g=igw: aws_call(ec2.delete_internet_gateway, InternetGatewayId=g["InternetGatewayId"]))
-    infra.InternetGatewayID = None
+    aws_ids(infra).InternetGatewayID = None
     ctx.save()
 
     for vpc in find_tagged(ec2.describe_vpcs, "Vpcs", job_filters(t)):
         _until_free(lambda v=vpc: aws_call(ec2.delete_vpc, VpcId=v["VpcId"]), f"delete {vpc['VpcId']}")
-    infra.VpcID = None
+    infra.NetworkID = None
     ctx.save()
 
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from vmplane.clouds.aws.errors import aws_call
+from vmplane.clouds.aws.ids import PoolImage, aws_ids
 from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.base import Context
 from vmplane.clouds.errors import InvalidRequestError, NotFoundError
 from vmplane.envspec.models import Arch
-from vmplane.state import PoolImage
 
 AWS_ARCH = {Arch.amd64: "x86_64", Arch.arm64: "arm64"}
 
@@ -42,7 +42,7 @@ def image_parameter(image: str, arch: Arch) -> str | None:
 
 def preflight(aws: AwsClients, ctx: Context) -> None:
     infra, spec = ctx.infra, ctx.spec
-    infra.AccountID = aws_call(aws.sts.get_caller_identity)["Account"]
+    aws_ids(infra).AccountID = aws_call(aws.sts.get_caller_identity)["Account"]
     infra.Region = spec.provider.region
     infra.ExecMode = spec.exec_mode.value
 
@@ -79,7 +79,7 @@ def preflight(aws: AwsClients, ctx: Context) -> None:
                 f"pools.{pool_name}.image: {ami} is {found[0].get('Architecture')}, pool arch is {pool.arch.value}"
             )
         images[pool_name] = PoolImage(ImageID=ami, RootDeviceName=found[0].get("RootDeviceName", "/dev/xvda"))
-    infra.Images = images
+    aws_ids(infra).Images = images
 
     types = {p.instance_type for p in spec.pools.values()}
     described = aws_call(aws.ec2.describe_instance_types, InstanceTypes=sorted(types))["InstanceTypes"]
@@ -93,4 +93,4 @@ def preflight(aws: AwsClients, ctx: Context) -> None:
                 f"(supports {', '.join(archs[pool.instance_type])})"
             )
     ctx.save()
-    ctx.log(f"account {infra.AccountID}, zones {', '.join(infra.Zones)}, images resolved")
+    ctx.log(f"account {aws_ids(infra).AccountID}, zones {', '.join(infra.Zones)}, images resolved")

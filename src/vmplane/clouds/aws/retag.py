@@ -8,6 +8,7 @@ from typing import Any
 
 from vmplane.clouds.aws import compute, iam, inventory, lb
 from vmplane.clouds.aws.errors import aws_call
+from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.aws.tags import tag_list
 from vmplane.clouds.base import Context
@@ -45,7 +46,7 @@ def retag(aws: AwsClients, ctx: Context) -> int:
         if stale := _stale(current, ctx):
             aws_call(aws.autoscaling.delete_tags, Tags=[{**ref, "Key": k} for k in stale])
         count += 1
-    name = ctx.infra.RoleName or iam.role_name(ctx)
+    name = aws_ids(ctx.infra).RoleName or iam.role_name(ctx)
     try:
         role_tags = iam.role_tags(aws, name)()
     except NotFoundError:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 
 from vmplane.clouds.aws.errors import aws_call
+from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.base import Context
 from vmplane.clouds.errors import InvalidRequestError, NotFoundError
@@ -14,13 +15,15 @@ DRAIN_SECONDS = 30  # the target group's deregistration delay: in-flight request
 
 
 def register_target(aws: AwsClients, ctx: Context, instance_id: str) -> None:
-    if ctx.infra.TargetGroupArn:
-        aws_call(aws.elbv2.register_targets, TargetGroupArn=ctx.infra.TargetGroupArn, Targets=[{"Id": instance_id}])
+    if aws_ids(ctx.infra).TargetGroupArn:
+        aws_call(
+            aws.elbv2.register_targets, TargetGroupArn=aws_ids(ctx.infra).TargetGroupArn, Targets=[{"Id": instance_id}]
+        )
 
 
 def wait_healthy(aws: AwsClients, ctx: Context, instance_id: str, timeout: float) -> str:
     """Wait until the LB reports the target healthy; returns its final state."""
-    arn = ctx.infra.TargetGroupArn
+    arn = aws_ids(ctx.infra).TargetGroupArn
     if not arn:
         return "no-load-balancer"
 
@@ -34,7 +37,7 @@ def wait_healthy(aws: AwsClients, ctx: Context, instance_id: str, timeout: float
 
 def drain_target(aws: AwsClients, ctx: Context, instance_id: str) -> None:
     """Deregister a VM and wait out the drain, so its in-flight requests finish first."""
-    arn = ctx.infra.TargetGroupArn
+    arn = aws_ids(ctx.infra).TargetGroupArn
     if not arn:
         return
     with contextlib.suppress(NotFoundError, InvalidRequestError):  # already gone

@@ -1,0 +1,66 @@
+"""The AWS driver's own part of InfraConfig (`InfraConfig.Cloud`): VPC parts, IAM, ALB, ACM, Route53."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from vmplane.state import CloudInfra, InfraConfig, StateModel
+
+
+class PoolImage(StateModel):
+    ImageID: str
+    RootDeviceName: str = "/dev/xvda"
+
+
+class DnsRecord(StateModel):
+    """A Route53 record vmplane wrote (records cannot carry tags, so teardown works from this list)."""
+
+    ZoneID: str
+    Name: str
+    Type: str
+
+
+class AwsInfra(CloudInfra):
+    Kind: str = "aws"
+    AccountID: str | None = None
+    Images: dict[str, PoolImage] = Field(default_factory=dict)
+    # Network (the VPC itself is InfraConfig.NetworkID, its private subnets InfraConfig.VMSubnetIDs)
+    VpcCidr: str | None = None
+    InternetGatewayID: str | None = None
+    NatGatewayIDs: list[str] = Field(default_factory=list)
+    ElasticIPAllocationIDs: list[str] = Field(default_factory=list)
+    PublicSubnetIDs: list[str] = Field(default_factory=list)
+    PublicRouteTableID: str | None = None
+    PrivateRouteTableID: str | None = None
+    # Identity
+    RoleName: str | None = None
+    InstanceProfileName: str | None = None
+    InstanceProfileArn: str | None = None
+    # Load balancer (InfraConfig.LoadBalancerID is the ALB's ARN)
+    LoadBalancerName: str | None = None
+    LoadBalancerZoneID: str | None = None  # the ALB's canonical hosted zone, for the alias record
+    LoadBalancerSecurityGroupID: str | None = None
+    TargetGroupArn: str | None = None
+    ListenerArns: list[str] = Field(default_factory=list)
+    CertificateArn: str | None = None
+    CertificateRequested: bool = False  # True when vmplane requested it (and so deletes it)
+    CertificateRequestToken: str | None = None  # ACM idempotency token of the request in flight
+    HostedZoneID: str | None = None
+    DNSRecords: list[DnsRecord] = Field(default_factory=list)
+
+
+def aws_ids(infra: InfraConfig) -> AwsInfra:
+    """The AWS ids of a job, upgraded in place from the neutral record on first use.
+
+    Records written before the sub-model existed kept these fields at the top level (as extras): they
+    move into it here, so an environment applied by an older vmplane can still be torn down.
+    """
+    cloud = infra.Cloud
+    if isinstance(cloud, AwsInfra):
+        return cloud
+    legacy = {k: v for k, v in (infra.model_extra or {}).items() if k in AwsInfra.model_fields}
+    ids = AwsInfra.model_validate({**legacy, **cloud.model_dump(exclude={"Kind"})})
+    for k in legacy:
+        delattr(infra, k)
+    infra.Cloud = ids
+    return ids

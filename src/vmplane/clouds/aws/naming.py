@@ -1,0 +1,78 @@
+"""Every name the AWS driver gives a resource, in one place: the steps create with these and the plan
+shows these, so what `vmplane plan` lists is what `apply` makes."""
+
+from __future__ import annotations
+
+import hashlib
+
+from vmplane.envspec.models import EnvSpec
+
+
+def account_unique(spec: EnvSpec, suffix: str) -> str:
+    """Security groups, launch templates and ASGs: org + env keeps two orgs' "web" envs apart."""
+    return f"vmplane-{spec.org}-{spec.name}-{suffix}"
+
+
+def vm_role_name(org: str, env: str) -> str:
+    """IAM names are account-global (and at most 64 characters)."""
+    return f"vmplane-{org}-{env}-vm"[:64]
+
+
+def role_name(spec: EnvSpec) -> str:
+    return vm_role_name(spec.org, spec.name)
+
+
+def vpc_name(spec: EnvSpec) -> str:
+    return spec.name
+
+
+def igw_name(spec: EnvSpec) -> str:
+    return f"{spec.name}-igw"
+
+
+def subnet_name(spec: EnvSpec, role: str, zone: str) -> str:
+    """`role` is `subnet-public` or `subnet-private` (the resources' zop:role tag)."""
+    return f"{spec.name}-{role.removeprefix('subnet-')}-{zone}"
+
+
+def nat_name(spec: EnvSpec) -> str:
+    return f"{spec.name}-nat"
+
+
+def route_table_name(spec: EnvSpec, role: str) -> str:
+    return f"{spec.name}-{role}"
+
+
+def vm_group_name(spec: EnvSpec) -> str:
+    return account_unique(spec, "vm")
+
+
+def lb_group_name(spec: EnvSpec) -> str:
+    return account_unique(spec, "lb")
+
+
+def launch_template_name(spec: EnvSpec, pool: str) -> str:
+    return account_unique(spec, pool)
+
+
+def asg_name(spec: EnvSpec, pool: str) -> str:
+    return account_unique(spec, pool)
+
+
+def instance_name(spec: EnvSpec, pool: str, index: int) -> str:
+    return f"{spec.name}-{pool}-{index}"
+
+
+def asg_instance_name(spec: EnvSpec, pool: str) -> str:
+    """The Name tag an ASG propagates to its instances."""
+    return f"{spec.name}-{pool}"
+
+
+def lb_base_name(spec: EnvSpec) -> str:
+    """ALB and target group names: at most 32 chars, unique per org/env, stable across jobs."""
+    digest = hashlib.sha1(f"{spec.org}/{spec.name}".encode()).hexdigest()[:8]
+    return f"{spec.name[:19].rstrip('-')}-{digest}"
+
+
+def target_group_name(spec: EnvSpec) -> str:
+    return f"{lb_base_name(spec)}-tg"
