@@ -155,7 +155,7 @@ def test_summary_and_legend_list_only_actions_present():
     def res(action):
         return PlannedResource(action, "aws_instance", "x", "stepCreateVMs")
 
-    plan = Plan(PlanKind.provision, "e", "aws", [], [res(Action.replace), res(Action.create), res(Action.create)])
+    plan = Plan(PlanKind.provision, "e", "aws", [], [res(Action.recreate), res(Action.create), res(Action.create)])
     assert plan.summary == "Plan: 3 to add, 0 to change, 1 to destroy."  # a replacement adds and destroys
     assert plan.legend() == ["  + create", "  -/+ destroy and then create replacement"]
     plan = Plan(PlanKind.provision, "e", "aws", [], [res(Action.update), res(Action.destroy)])

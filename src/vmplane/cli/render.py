@@ -13,7 +13,7 @@ from vmplane.envspec.impact import Change
 from vmplane.jobs.service import JobView, Phase, StepRecord, StepStatus
 from vmplane.pipeline.plan import Action, Plan
 
-SYMBOL_STYLE = {Action.create: "green", Action.update: "yellow", Action.destroy: "red", Action.replace: "magenta"}
+SYMBOL_STYLE = {Action.create: "green", Action.update: "yellow", Action.destroy: "red", Action.recreate: "magenta"}
 STEP_MARK = {
     StepStatus.succeeded: "[green]✓[/]",
     StepStatus.failed: "[red]✗[/]",

@@ -116,7 +116,7 @@ class Action(StrEnum):
     create = "+"
     update = "~"
     destroy = "-"
-    replace = "-/+"
+    recreate = "-/+"  # destroy, then create a replacement
 
 
 @dataclass(frozen=True)

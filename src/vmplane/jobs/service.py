@@ -133,7 +133,7 @@ def next_workflow_attempt(session: Session, job_id: str, kind: str) -> int:
     attempts[kind] = int(attempts.get(kind, 0)) + 1
     row.config = {**row.config, "attempts": attempts}
     touch(row)
-    return attempts[kind]
+    return int(attempts[kind])
 
 
 def current_attempt(row: JobRow, kind: str) -> int:

@@ -98,7 +98,7 @@ ACTION_WORDS = {
     Action.create: "create",
     Action.update: "update in place",
     Action.destroy: "destroy",
-    Action.replace: "destroy and then create replacement",
+    Action.recreate: "destroy and then create replacement",
 }
 
 
@@ -136,9 +136,9 @@ class Plan:
             return self.headline
         if not self.resources:
             return "No changes."
-        add = self.count(Action.create, Action.replace)
+        add = self.count(Action.create, Action.recreate)
         change = self.count(Action.update)
-        destroy = self.count(Action.destroy, Action.replace)
+        destroy = self.count(Action.destroy, Action.recreate)
         return f"Plan: {add} to add, {change} to change, {destroy} to destroy."
 
     def legend(self) -> list[str]:

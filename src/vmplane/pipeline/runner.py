@@ -131,6 +131,10 @@ def _rotate(driver: CloudDriver, ctx: Context, job: JobView) -> None:
     _note_outdated(ctx)
 
 
+def _push(driver: CloudDriver, ctx: Context, job: JobView) -> None:
+    push_runtime(driver, ctx, sandbox=job.target.sandbox)
+
+
 def _unregister(driver: CloudDriver, ctx: Context, job: JobView) -> None:
     left = driver.leftovers(ctx)
     if left:
@@ -163,7 +167,7 @@ STEPS: dict[str, StepFn] = {
     "stepScalePool": _scale,
     "stepUpdateTags": lambda d, c, j: d.update_tags(c),
     "stepRotateVMs": _rotate,
-    "stepPushRuntime": lambda d, c, j: push_runtime(d, c, sandbox=j.target.sandbox),
+    "stepPushRuntime": lambda d, c, j: _push(d, c, j),
 }
 
 

@@ -39,11 +39,11 @@ def view(row: JobRow) -> JobView:
         status=JobStatus(row.status),
         version=row.version,
         steps=[StepRecord.model_validate(s) for s in row.steps or []],
-        teardownSteps=[StepRecord.model_validate(s) for s in row.teardown_steps or []],
+        teardown_steps=[StepRecord.model_validate(s) for s in row.teardown_steps or []],
         config=row.config,
         error=row.error,
-        createdAt=row.created_at,
-        updatedAt=row.updated_at,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
     )
 
 

@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import vmplane
-from vmplane.envspec.models import Cloud, EnvSpec, spec_json
+from vmplane.envspec.models import EnvSpec, spec_json
 from vmplane.envspec.schema import SCHEMA_FILENAME, env_json_schema
 from vmplane.errors import UsageError
-from vmplane.tf import aws, state
-from vmplane.tf.hcl import Block, Item, render
+from vmplane.tf.hcl import Item, render
 from vmplane.tf.inputs import input_files
+from vmplane.tf.stacks import STACKS
 
 PREFIX = "vmplane.env."
 HEADER = (
@@ -41,65 +41,23 @@ class WriteResult:
 
 def generate(spec: EnvSpec, sandbox_endpoint: str | None = None) -> dict[str, str]:
     """File name -> content for the whole managed set."""
-    if spec.provider.cloud is not Cloud.aws:
-        raise GenerateError(f"provider.cloud: tf generate supports aws, not {spec.provider.cloud.value} (yet)")
-    if spec.network.existing_vpc_id:
-        raise GenerateError("network.existingVpcId: the generated stack creates its own VPC; adopt one by hand")
+    stack = STACKS.get(spec.provider.cloud)
+    if stack is None:
+        supported = ", ".join(c.value for c in STACKS)
+        raise GenerateError(f"provider.cloud: tf generate supports {supported}, not {spec.provider.cloud.value} (yet)")
+    problem = stack.unsupported(spec)
+    if problem:
+        raise GenerateError(problem)
     doc = spec_json(spec)
-    tf: dict[str, list[Item]] = {
-        "main.tf": aws.main_tf(spec),
-        "roles.tf": aws.roles_tf(),
-        **input_files(spec, doc),
-        "outputs.tf": aws.outputs_tf(spec),
-    }
+    structure = stack.structure(spec)
+    tf: dict[str, list[Item]] = {**structure, **input_files(spec, doc)}
     if spec.state is not None:
-        tf["backend.tf"] = backend(spec)
+        tf["backend.tf"] = stack.backend(spec)
     if sandbox_endpoint:
-        tf["sandbox_override.tf"] = sandbox_override(spec, sandbox_endpoint)
+        tf["sandbox_override.tf"] = stack.sandbox_override(spec, sandbox_endpoint)
     files = {f"{PREFIX}{name}": HEADER + render(items) for name, items in tf.items()}
     files[SCHEMA_FILENAME] = json.dumps(env_json_schema(), indent=2, sort_keys=True) + "\n"
     return dict(sorted(files.items()))
-
-
-SANDBOX_SERVICES = ["acm", "autoscaling", "ec2", "elbv2", "iam", "route53", "s3", "ssm", "sts"]
-
-
-def _backend_block(spec: EnvSpec) -> Block:
-    loc = state.location(spec)
-    b = Block("backend", ["s3"]).attr("bucket", loc.bucket).attr("key", loc.key).attr("region", loc.region)
-    return b.attr("encrypt", True).attr("use_lockfile", True)
-
-
-def backend(spec: EnvSpec) -> list[Item]:
-    """Remote state in S3 (created by `vmplane tf state init` with a conditional put). A backend block
-    cannot read locals, so its values are written here literally; they are identity values."""
-    tf = Block("terraform")
-    tf.body.append(_backend_block(spec))
-    return [tf]
-
-
-def sandbox_override(spec: EnvSpec, endpoint: str) -> list[Item]:
-    """Points the provider (and the S3 backend) at the sandbox; an override file merges into main.tf's
-    provider block and replaces the backend block."""
-    provider = Block("provider", ["aws"])
-    provider.comment("The sandbox: an emulated AWS account on 127.0.0.1. Fixed dummy credentials.")
-    provider.attr("access_key", "testing").attr("secret_key", "testing")
-    provider.attr("skip_credentials_validation", True).attr("skip_requesting_account_id", True)
-    provider.attr("skip_metadata_api_check", True)
-    endpoints = provider.block("endpoints")
-    for service in SANDBOX_SERVICES:
-        endpoints.attr(service, endpoint)
-    items: list[Item] = [provider]
-    if spec.state is not None:
-        b = _backend_block(spec)
-        b.attr("endpoints", {"s3": endpoint}).attr("use_path_style", True)
-        b.attr("access_key", "testing").attr("secret_key", "testing")
-        b.attr("skip_credentials_validation", True).attr("skip_requesting_account_id", True)
-        b.attr("skip_region_validation", True).attr("skip_metadata_api_check", True)
-        tf = Block("terraform")
-        tf.body.append(b)
-        items.append(tf)
-    return items
 
 
 def is_managed(path: Path) -> bool:

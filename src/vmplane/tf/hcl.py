@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Union
+from typing import Any, Union
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 
@@ -41,7 +41,7 @@ class Blank:
     pass
 
 
-Value = Union[str, Expr, Heredoc, int, float, bool, None, list["Value"], dict[str, "Value"]]  # noqa: UP007
+Value = Union[str, Expr, Heredoc, int, float, bool, None, list["Value"], dict[Any, "Value"]]  # noqa: UP007  (keys: str or Expr)
 
 
 @dataclass
@@ -141,7 +141,7 @@ def _value_lines(v: Value, indent: str) -> list[str]:
             out[-1] += ","
         return [*out, indent + "]"]
     assert isinstance(v, dict)
-    return ["{", *_attrs([Attr(_key(k), x) for k, x in v.items()], inner), indent + "}"]  # type: ignore[arg-type]
+    return ["{", *_attrs([Attr(_key(k), x) for k, x in v.items()], inner), indent + "}"]
 
 
 def _attrs(items: list[Item], indent: str) -> list[str]:

@@ -1,0 +1,1 @@
+"""The AWS stack (hashicorp/aws, no registry modules): the shape the direct pipeline builds."""

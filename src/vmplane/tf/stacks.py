@@ -1,0 +1,47 @@
+"""One generated stack per cloud, behind one interface: `tf generate` never asks which cloud it is."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from vmplane.envspec.models import Cloud, EnvSpec
+from vmplane.tf.hcl import Item
+
+
+class CloudStack(Protocol):
+    def unsupported(self, spec: EnvSpec) -> str | None:
+        """Why this spec cannot be generated (naming the field), or None."""
+        ...
+
+    def structure(self, spec: EnvSpec) -> dict[str, list[Item]]:
+        """The files that hold resources (main, roles, outputs): they change with the spec's shape only."""
+        ...
+
+    def backend(self, spec: EnvSpec) -> list[Item]: ...
+
+    def sandbox_override(self, spec: EnvSpec, endpoint: str) -> list[Item]: ...
+
+
+class AwsStack:
+    def unsupported(self, spec: EnvSpec) -> str | None:
+        if spec.network.existing_vpc_id:
+            return "network.existingVpcId: the generated stack creates its own VPC; adopt one by hand"
+        return None
+
+    def structure(self, spec: EnvSpec) -> dict[str, list[Item]]:
+        from vmplane.tf.aws import iam, main, outputs
+
+        return {"main.tf": main.main_tf(spec), "roles.tf": iam.roles_tf(), "outputs.tf": outputs.outputs_tf(spec)}
+
+    def backend(self, spec: EnvSpec) -> list[Item]:
+        from vmplane.tf.aws import backend
+
+        return backend.backend(spec)
+
+    def sandbox_override(self, spec: EnvSpec, endpoint: str) -> list[Item]:
+        from vmplane.tf.aws import backend
+
+        return backend.sandbox_override(spec, endpoint)
+
+
+STACKS: dict[Cloud, CloudStack] = {Cloud.aws: AwsStack()}
