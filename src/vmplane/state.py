@@ -1,6 +1,6 @@
 """InfraConfig: what a job has built, kept in the job's `config.infra` JSON.
 
-Field names follow the seed verbatim (`VMs`, `VMSecurityGroupID`, `LoadBalancerID`, `ScalingGroupID`,
+The neutral field names are the documented ones (`VMs`, `VMSecurityGroupID`, `LoadBalancerID`, `ScalingGroupID`,
 `LaunchTemplateID`, `ExistingResourceGroup`, `BootstrapNginxReady`). vmplane supports several pools per
 environment, so the per-pool ones (`ScalingGroupID`, `LaunchTemplateID`) map pool name -> id. Adding a
 field is a model extension, not a migration: the whole object is one JSON column.
@@ -56,7 +56,7 @@ _LEGACY_NAMES = {"VpcID": "NetworkID", "VpcCreated": "NetworkCreated", "PrivateS
 
 
 class InfraConfig(StateModel):
-    # Seed fields
+    # Documented fields (API users read these)
     VMs: list[VMRecord] = Field(default_factory=list)
     VMSecurityGroupID: str | None = None
     LoadBalancerID: str | None = None

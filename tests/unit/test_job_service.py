@@ -13,7 +13,7 @@ from vmplane.jobs import service as svc
 from vmplane.jobs.service import JobConflictError, JobNotFoundError, JobStatus, Phase, StepStatus
 from vmplane.pipeline.plan import PROVISION_STEPS, TEARDOWN_STEPS
 from vmplane.state import InfraConfig
-from vmplane.store import db
+from vmplane.store import db, job_rows
 from vmplane.target import Target
 
 from .support import variant
@@ -168,7 +168,7 @@ def test_version_increments_on_every_write(url, spec, job_id):
         lambda s: svc.update_step(s, job_id, "stepValidate", status=StepStatus.running),
         lambda s: svc.save_infra(s, job_id, InfraConfig(NetworkID="vpc-1")),
         lambda s: svc.set_status(s, job_id, JobStatus.running),
-        lambda s: svc.next_workflow_attempt(s, job_id, "provision"),
+        lambda s: job_rows.next_workflow_attempt(s, job_id, "provision"),
         lambda s: svc.set_status(s, job_id, JobStatus.failed, error="x"),
         lambda s: svc.replace_spec(s, job_id, spec, PROVISION_STEPS),
         lambda s: svc.set_status(s, job_id, JobStatus.succeeded),
@@ -198,9 +198,9 @@ def test_save_infra_round_trips(url, job_id):
 
 def test_next_workflow_attempt_counts_per_kind(url, job_id):
     with db.transaction(url) as s:
-        assert [svc.next_workflow_attempt(s, job_id, "provision") for _ in range(2)] == [1, 2]
-        assert svc.next_workflow_attempt(s, job_id, "teardown") == 1
-        assert svc.current_attempt(svc.get_row(s, job_id), "provision") == 2
+        assert [job_rows.next_workflow_attempt(s, job_id, "provision") for _ in range(2)] == [1, 2]
+        assert job_rows.next_workflow_attempt(s, job_id, "teardown") == 1
+        assert job_rows.current_attempt(svc.get_row(s, job_id), "provision") == 2
 
 
 @pytest.mark.parametrize("status", [JobStatus.pending, JobStatus.running])

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from vmplane.clouds.aws.driver import AwsDriver
 from vmplane.clouds.azure import AzureDriver
+from vmplane.clouds.base import CloudDriver, capability_problems
 from vmplane.clouds.errors import CloudError, ProviderInvalidError, UnsupportedError
-from vmplane.clouds.registry import driver_for
-from vmplane.envspec.models import Cloud
+from vmplane.clouds.registry import FACTORIES, driver_for
+from vmplane.envspec.models import Cloud, ExecMode
+from vmplane.pipeline.plan import KNOWN_STEPS
 from vmplane.target import Target
 
 from .support import make_ctx, variant
@@ -73,10 +77,60 @@ def test_the_sandbox_emulates_aws_only(cloud):
         driver_for(Target(cloud=cloud, region="somewhere", endpoint_url=SANDBOX))
 
 
-def test_azure_on_the_sandbox_still_answers_invalid(spec):
-    # Current behaviour, pinned: Azure is matched before the sandbox check, so an Azure file on the
-    # sandbox gets the seed's `Invalid` stub rather than the sandbox's UnsupportedError. Either way the
-    # job fails cleanly with a CloudError; see the report if the sandbox check should come first.
+def test_azure_on_the_sandbox_answers_invalid(spec):
+    # The Azure stub calls nothing, so it needs no sandbox: on the sandbox too a job gets the clean
+    # `Invalid` answer, not the sandbox's "emulates AWS only".
     driver = driver_for(Target(cloud=Cloud.azure, region="westeurope", endpoint_url=SANDBOX))
     with pytest.raises(CloudError, match=r"^Invalid"):
         driver.preflight(make_ctx(spec))
+
+
+@pytest.mark.parametrize("cloud", sorted(FACTORIES))
+def test_every_registered_driver_instantiates_and_implements_the_whole_base(cloud):
+    # An ABC with a missing method cannot be instantiated: this is what keeps AttributeError out of a job.
+    driver = driver_for(Target(cloud=cloud, region="somewhere"))
+    assert isinstance(driver, CloudDriver) and driver.cloud is cloud
+    assert not getattr(type(driver), "__abstractmethods__", frozenset())
+    caps = driver.capabilities
+    assert caps.pool_modes and caps.exec_modes and caps.exec_payload_bytes > 0 and caps.user_data_bytes > 0
+    assert set(driver.step_dependencies()) <= KNOWN_STEPS
+
+
+def test_a_driver_without_a_method_cannot_be_built():
+    class Partial(AzureDriver):
+        pass
+
+    del_method = "delete_network"
+    Partial.__abstractmethods__ = frozenset({del_method})  # what a forgotten override looks like
+    with pytest.raises(TypeError, match=del_method):
+        Partial()
+
+
+def test_unsupported_operations_raise_a_typed_error_not_attribute_error(spec):
+    driver = AzureDriver()
+    with pytest.raises(UnsupportedError, match="rotating VMs: not supported by the azure driver"):
+        driver.rotate_pool(make_ctx(spec), "web")
+    with pytest.raises(UnsupportedError, match="interactive sessions"):
+        driver.session_hint("vm-1")
+    assert driver.detach_load_balancer(make_ctx(spec), keep_vms=True) is None  # nothing to remove
+
+
+def test_capabilities_refuse_what_a_driver_cannot_do_naming_the_field(spec):
+    caps = replace(
+        AwsDriver.capabilities,
+        pool_modes=frozenset({"fixed"}),
+        load_balancers=False,
+        exec_modes=frozenset({ExecMode.OSConfig}),
+    )
+    asking = variant(
+        spec,
+        pools={"batch": {"mode": "asg", "min": 1, "max": 2, "desired": 1}},
+        loadBalancer={"domain": "app.example.com"},
+    )
+    problems = capability_problems(asking, caps, Cloud.aws)
+    assert problems == [
+        "pools.batch.mode: 'asg' pools are not supported on aws",
+        "loadBalancer: aws has no load balancer vmplane can create",
+        "exec.mode: SSM is not an exec channel of aws",
+    ]
+    assert capability_problems(spec, AwsDriver.capabilities, Cloud.aws) == []

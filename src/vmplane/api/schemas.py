@@ -1,4 +1,4 @@
-"""Request bodies of the provisioning API. `PATCH` takes one typed `vmOp` (the seed's discriminator) per
+"""Request bodies of the provisioning API. `PATCH` takes one typed `vmOp` (the discriminator) per
 request instead of a route per operation."""
 
 from __future__ import annotations

@@ -18,7 +18,6 @@ import yaml
 
 from vmplane.envspec.models import SENTINEL_PATH, BootstrapMode, EnvSpec
 
-USER_DATA_LIMIT_BYTES = 16384  # AWS limit on raw (pre-base64) user-data
 NETWORK_NAME = "nginx-on-zop-net"
 NGINX_CONTAINER_NAME = "zop-nginx"
 # Pinned tag (a digest cannot be resolved offline); bumping it changes user-data, hence the VMs.
@@ -232,16 +231,15 @@ def render_user_data(spec: EnvSpec, pool_name: str) -> str:
         "# so changing them never requires replacing VMs.\n"
     )
     body = yaml.dump(config, Dumper=_Dumper, sort_keys=True, default_flow_style=False, width=1000)
-    user_data = header + body
-    check_user_data_size(user_data)
-    return user_data
+    return header + body
 
 
-def check_user_data_size(user_data: str) -> None:
-    """Raise ValueError when the raw user-data exceeds the AWS limit (checked before base64)."""
+def check_user_data_size(user_data: str, limit: int) -> None:
+    """Raise ValueError when the raw user-data exceeds a cloud's limit (`limit` bytes, before base64);
+    stepValidate checks it with the driver's limit, so nothing is created for an oversized bootstrap."""
     size = len(user_data.encode("utf-8"))
-    if size > USER_DATA_LIMIT_BYTES:
-        raise ValueError(f"user-data is {size} bytes, over the {USER_DATA_LIMIT_BYTES}-byte limit")
+    if size > limit:
+        raise ValueError(f"user-data is {size} bytes, over the {limit}-byte limit")
 
 
 class _Literal(str):

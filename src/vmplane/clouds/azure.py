@@ -1,4 +1,4 @@
-"""Azure: VMSS provisioning is in preview, so every job returns the seed's clean `Invalid` stub.
+"""Azure: VMSS provisioning is in preview, so every job returns a clean `Invalid` answer.
 
 Teardown has nothing to remove (nothing was ever created), so every delete succeeds and a destroy
 of an Azure environment ends `deleted`.

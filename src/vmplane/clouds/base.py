@@ -276,7 +276,7 @@ class SessionHint:
     needs: str | None = None  # a program that must be on PATH for it (e.g. session-manager-plugin)
 
 
-# The dependencies of the seed's steps on a cloud where nothing waits on anything not listed: IAM does
+# The dependencies of the provisioning steps on a cloud where nothing waits on anything not listed: IAM does
 # not wait for the network, the LB is built while the launch template and the VMs are, and the DNS
 # record while the VMs boot.
 DEFAULT_DEPENDS: dict[str, list[str]] = {

@@ -57,7 +57,7 @@ class UnsupportedError(CloudError):
 
 
 class ProviderInvalidError(CloudError):
-    """The provider cannot run this job at all (the seed's clean `Invalid` stub return)."""
+    """The provider cannot run this job at all (a clean `Invalid` answer, e.g. Azure before GA)."""
 
 
 class DeadlineExceededError(CloudError):

@@ -38,7 +38,7 @@ class Cloud(StrEnum):
 
 
 class ExecMode(StrEnum):
-    """The IAM-gated exec channel; names verbatim from the seed."""
+    """The IAM-gated exec channel, one per cloud (users know these names from the cloud consoles)."""
 
     SSM = "SSM"
     OSConfig = "OSConfig"

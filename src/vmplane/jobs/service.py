@@ -65,14 +65,13 @@ __all__ = [
     "begin_teardown",
     "check_version",
     "create_job",
-    "current_attempt",
     "find_current_job",
     "get_row",
     "list_envs",
     "list_jobs",
-    "next_workflow_attempt",
     "register_env",
     "replace_spec",
+    "require_provisioned",
     "save_infra",
     "set_operation_status",
     "set_status",
@@ -82,6 +81,14 @@ __all__ = [
     "update_step",
     "view",
 ]
+
+
+def require_provisioned(job_id: str, status: JobStatus) -> None:
+    """An operation needs a provisioned environment that no workflow is changing right now."""
+    if status in ACTIVE:
+        raise JobConflictError(f"job {job_id} is {status.value}; wait for it to finish (or resume it) first")
+    if status in (JobStatus.deleted, JobStatus.delete_failed):
+        raise JobConflictError(f"job {job_id} is {status.value}; there is no environment to change")
 
 
 def new_job_id() -> str:
@@ -126,20 +133,6 @@ def begin_teardown(session: Session, job_id: str, step_names: list[str], expecte
     return row
 
 
-def next_workflow_attempt(session: Session, job_id: str, kind: str) -> int:
-    """Record that a new workflow run of `kind` starts; returns its attempt number (1-based)."""
-    row = get_row(session, job_id)
-    attempts = dict(row.config.get("attempts", {}))
-    attempts[kind] = int(attempts.get(kind, 0)) + 1
-    row.config = {**row.config, "attempts": attempts}
-    touch(row)
-    return int(attempts[kind])
-
-
-def current_attempt(row: JobRow, kind: str) -> int:
-    return int(row.config.get("attempts", {}).get(kind, 0))
-
-
 def new_operation_id() -> str:
     return f"op-{secrets.token_hex(4)}"
 
@@ -163,10 +156,7 @@ def begin_operation(
     row = get_row(session, job_id, for_update=True)
     check_version(row, expected_version)
     status = JobStatus(row.status)
-    if status in ACTIVE:
-        raise JobConflictError(f"job {job_id} is {status.value}; wait for it to finish (or resume it) first")
-    if status in (JobStatus.deleted, JobStatus.delete_failed):
-        raise JobConflictError(f"job {job_id} is {status.value}; there is no environment to change")
+    require_provisioned(job_id, status)
     previous = row.config.get("operation")
     if status is JobStatus.failed and not previous:
         raise JobConflictError(f"job {job_id} failed while provisioning; resume it (vmplane resume) first")

@@ -20,7 +20,7 @@ from vmplane.state import InfraConfig
 
 __all__ = ["Action", "PlannedResource"]  # re-exported: plans are made of them
 
-# The seed's pipeline, names verbatim: 7 steps, 11 with a load balancer.
+# The provisioning pipeline: 7 steps, 11 with a load balancer. Users and the API see these names.
 PROVISION_STEPS = [
     "stepValidate",
     "stepCreateNetwork",
@@ -32,7 +32,7 @@ PROVISION_STEPS = [
 ]
 LB_STEPS = ["stepCreateLoadBalancer", "stepCreateTargetGroup", "stepCreateListener", "stepCreateDNSRecord"]
 
-# The seed's teardown order: LB, VMs, launch template, security group, IAM, network (if ours).
+# Teardown runs dependents first: LB, VMs, launch template, security group, IAM, network (if ours).
 TEARDOWN_STEPS = [
     "stepDetachLoadBalancer",
     "stepTerminateVMs",

@@ -17,6 +17,7 @@ from typing import TypeVar
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.exc import StaleDataError
 
+from vmplane.bootstrap.cloudinit import check_user_data_size, render_user_data
 from vmplane.bootstrap.runtime import render_push_script
 from vmplane.clouds.base import API_CALLS, CloudDriver, Context, Tagger
 from vmplane.clouds.errors import UnsupportedError
@@ -48,6 +49,11 @@ def _validate(driver: CloudDriver, ctx: Context, job: JobView) -> None:
             f"runtime: the settings make a {script // 1024} KB script, more than the exec channel's "
             f"{driver.capabilities.exec_payload_bytes // 1024} KB; ship large files in the image or fetch them at boot"
         )
+    for pool in ctx.spec.pools:
+        try:
+            check_user_data_size(render_user_data(ctx.spec, pool), driver.capabilities.user_data_bytes)
+        except ValueError as err:
+            problems.append(f"pools.{pool}: {err}")
     if problems:
         raise UnsupportedError("; ".join(problems), code="Unsupported")
     driver.preflight(ctx)

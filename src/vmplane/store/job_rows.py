@@ -224,3 +224,17 @@ def add_operation_notes(session: Session, job_id: str, notes: list[str]) -> None
     op["notes"] = [*op.get("notes", []), *notes]
     row.config = {**row.config, "operation": op}
     touch(row)
+
+
+def next_workflow_attempt(session: Session, job_id: str, kind: str) -> int:
+    """Record that a new workflow run of `kind` starts; returns its attempt number (1-based)."""
+    row = get_row(session, job_id)
+    attempts = dict(row.config.get("attempts", {}))
+    attempts[kind] = int(attempts.get(kind, 0)) + 1
+    row.config = {**row.config, "attempts": attempts}
+    touch(row)
+    return int(attempts[kind])
+
+
+def current_attempt(row: JobRow, kind: str) -> int:
+    return int(row.config.get("attempts", {}).get(kind, 0))

@@ -1,5 +1,5 @@
-"""vmplane's own tables. Job state (spec, InfraConfig, steps) lives in JSON columns: the seed's
-"no new tables; a new field to track is a struct extension, not a migration"."""
+"""vmplane's own tables. Job state (spec, InfraConfig, steps) lives in JSON columns, so a new field to
+track is a model extension, not a migration."""
 
 from __future__ import annotations
 

@@ -1,0 +1,147 @@
+"""What `apply` and `destroy` of a file mean for the environment's current job: a new job, a resume,
+an update classified by impact, a refusal. Decided and recorded here; the workflow starts after commit."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from vmplane.clouds.registry import driver_for
+from vmplane.envspec.impact import CONSEQUENCE, Change, Impact, diff
+from vmplane.envspec.models import EnvSpec
+from vmplane.jobs import service as jobs
+from vmplane.jobs.service import JobConflictError, JobStatus, JobView, OperationRecord, Phase
+from vmplane.pipeline.plan import TEARDOWN_STEPS, Plan, PlanKind, provision_plan, provision_steps, teardown_plan
+from vmplane.settings import Settings
+from vmplane.state import InfraConfig
+from vmplane.store.db import transaction
+from vmplane.target import Target
+
+
+class Decision(StrEnum):
+    new = "new"  # no job yet: create one
+    resume = "resume"  # an unfinished or failed job for the same file: continue it
+    retry_with_changes = "retry_with_changes"  # a failed job, corrected file: re-run every step
+    no_changes = "no_changes"  # applied and identical
+    update = "update"  # applied and different, every change can be made in place: an `update` operation
+    refused = "refused"  # applied and different, and some change cannot be made in place
+
+
+@dataclass
+class ApplyPlan:
+    decision: Decision
+    plan: Plan
+    job: JobView | None
+    changes: list[Change] = field(default_factory=list)
+    refusals: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **self.plan.to_json(),
+            "decision": self.decision.value,
+            "job": self.job.id if self.job else None,
+            "changes": [{**c.to_json(), "consequence": CONSEQUENCE[c.impact]} for c in self.changes],
+            "refusals": self.refusals,
+        }
+
+
+def plan_apply(settings: Settings, spec: EnvSpec, target: Target) -> ApplyPlan:
+    with transaction(settings.db_url) as s:
+        row = jobs.find_current_job(s, spec.org, spec.name)
+        job = jobs.view(row) if row is not None else None
+    fresh = provision_plan(driver_for(target), spec, InfraConfig(), target.describe())
+    if job is None:
+        return ApplyPlan(Decision.new, fresh, None)
+    same = job.config["spec"] == jobs.spec_json(spec)
+    if job.status in (JobStatus.deleting, JobStatus.delete_failed):
+        raise JobConflictError(
+            f"environment {spec.name} is being destroyed by {job.id} ({job.status}); finish that first"
+        )
+    failed_op = job.operation if job.status is JobStatus.failed and job.operation is not None else None
+    if failed_op is not None and same:
+        raise JobConflictError(
+            f"the last operation on {job.env} ({failed_op.kind}) failed: {failed_op.error}; "
+            f"`vmplane resume {job.id}` retries it, or apply a corrected file"
+        )
+    if job.status is JobStatus.succeeded or failed_op is not None:
+        if same:
+            return ApplyPlan(Decision.no_changes, Plan(PlanKind.none, spec.name, target.describe(), []), job)
+        return plan_update(spec, target, job)
+    if job.target != target:
+        raise JobConflictError(f"job {job.id} runs on {job.target.describe()}, not {target.describe()}")
+    remaining = [s.name for s in job.steps if s.status != jobs.StepStatus.succeeded]
+    fresh.notes.insert(0, f"continues job {job.id} ({job.status}) at {remaining[0] if remaining else 'its end'}")
+    if job.status is JobStatus.failed and not same:
+        return ApplyPlan(Decision.retry_with_changes, fresh, job)
+    return ApplyPlan(Decision.resume, fresh, job)
+
+
+def plan_update(spec: EnvSpec, target: Target, job: JobView) -> ApplyPlan:
+    """An applied environment and a changed file: every change classified by its impact."""
+    changes = diff(job.config["spec"], jobs.spec_json(spec))
+    refusals: list[str] = []
+    for c in changes:
+        if c.impact is Impact.identity:
+            refusals.append(f"{c.path}: {CONSEQUENCE[c.impact]}")
+        elif c.path == "loadBalancer":
+            verb = "attach" if c.new is not None else "detach"
+            refusals.append(f"loadBalancer: use `vmplane lb {verb} {spec.name}` to {verb} the load balancer")
+        elif c.path.startswith("pools.") and c.path.count(".") == 1 and c.new is None:
+            refusals.append(f"{c.path}: removing a pool in place is not supported; set its size to 0 or destroy")
+    if job.target != target:
+        refusals.append(f"the job runs on {job.target.describe()}, not {target.describe()}")
+    if changes and all(c.impact is Impact.runtime for c in changes):
+        steps = ["stepPushRuntime", "stepRegisterSpace"]  # nothing else to reconcile
+    else:
+        steps = provision_steps(spec)  # stepFinalize pushes runtime changes among the others
+    if any(c.path == "tags" or c.path.startswith("tags.") for c in changes):
+        steps.insert(steps.index("stepRegisterSpace"), "stepUpdateTags")
+    counts = Counter(c.impact.value for c in changes)
+    headline = "Update: " + ", ".join(f"{n} {impact}" for impact, n in sorted(counts.items())) + " change(s)."
+    plan = Plan(PlanKind.update, spec.name, target.describe(), steps, [], notes=[], headline=headline)
+    plan.notes.append(f"updates job {job.id}: every step reconciles the environment with the file")
+    return ApplyPlan(Decision.refused if refusals else Decision.update, plan, job, changes, refusals)
+
+
+def begin_update(
+    settings: Settings, job: JobView, spec: EnvSpec, ap: ApplyPlan, expected_version: int | None = None
+) -> OperationRecord:
+    params = {"changes": [c.path for c in ap.changes]}
+    with transaction(settings.db_url) as s:
+        return jobs.begin_operation(
+            s, job.id, "update", params, ap.plan.steps, spec=spec, expected_version=expected_version
+        )
+
+
+def create_or_update_job(settings: Settings, spec: EnvSpec, target: Target, ap: ApplyPlan) -> str:
+    steps = provision_steps(spec)
+    with transaction(settings.db_url) as s:
+        if ap.decision is Decision.new:
+            return jobs.create_job(s, spec, target, steps).id
+        assert ap.job is not None
+        if ap.decision is Decision.retry_with_changes:
+            jobs.replace_spec(s, ap.job.id, spec, steps)
+        return ap.job.id
+
+
+def plan_destroy(settings: Settings, job: JobView) -> Plan:
+    return teardown_plan(driver_for(job.target), job.spec, job.infra, job.target.describe())
+
+
+def resume_phase(job: JobView) -> Phase | None:
+    """What `resume` continues: a teardown, an unfinished operation, or provisioning; None if nothing."""
+    if job.status in (JobStatus.deleting, JobStatus.delete_failed):
+        return Phase.teardown
+    op = job.operation
+    if job.status is not JobStatus.deleted and op is not None and op.status != "succeeded":
+        return Phase.operation
+    if job.status in (JobStatus.succeeded, JobStatus.deleted):
+        return None
+    return Phase.provision
+
+
+def begin_destroy(settings: Settings, job_id: str, expected_version: int | None = None) -> None:
+    with transaction(settings.db_url) as s:
+        jobs.begin_teardown(s, job_id, list(TEARDOWN_STEPS), expected_version)
