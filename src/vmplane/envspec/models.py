@@ -19,18 +19,36 @@ from vmplane.envspec.base import DNS_LABEL, DNS_LABEL_RE, CertSource, Cloud, Exe
 from vmplane.envspec.percloud import DEFAULT_EXEC_MODE
 from vmplane.envspec.provider import AwsProvider, AzureProvider, GcpProvider, Provider, ProxmoxProvider
 
+# Explicit: the cloud and provider names defined in base/provider/percloud are re-exported here.
 __all__ = [
     "DEFAULT_EXEC_MODE",
     "DNS_LABEL",
+    "NETWORK_SYNONYMS",
+    "SENTINEL_PATH",
+    "Arch",
+    "AsgPool",
     "AwsProvider",
     "AzureProvider",
+    "Bootstrap",
+    "BootstrapMode",
     "CertSource",
     "Cloud",
+    "EnvSpec",
+    "Exec",
     "ExecMode",
+    "FixedPool",
     "GcpProvider",
+    "HealthCheck",
+    "LoadBalancer",
+    "Network",
+    "Pool",
+    "PoolBase",
     "Provider",
     "ProxmoxProvider",
+    "Runtime",
     "SpecModel",
+    "TerraformState",
+    "spec_json",
 ]
 
 _DNS_LABEL_RE = DNS_LABEL_RE
