@@ -5,17 +5,18 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from vmplane.envspec.models import Cloud, EnvSpec
+from vmplane.envspec.models import AwsProvider, AzureProvider, Cloud, EnvSpec, GcpProvider, ProxmoxProvider
 
 
 class Target(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     cloud: Cloud
-    region: str
+    region: str  # Proxmox: the node name(s)
     profile: str | None = None  # AWS named profile
     project: str | None = None  # Google Cloud project
-    endpoint_url: str | None = None  # the sandbox's (or a Proxmox API endpoint); None for the public cloud
+    endpoint_url: str | None = None  # the sandbox's; None for the real cloud
+    api_endpoint: str | None = None  # Proxmox VE API (the cloud itself, not a sandbox)
 
     @property
     def sandbox(self) -> bool:
@@ -24,14 +25,18 @@ class Target(BaseModel):
     @classmethod
     def for_spec(cls, spec: EnvSpec, sandbox_endpoint: str | None) -> Target:
         p = spec.provider
-        return cls(
-            cloud=p.cloud,
-            region=p.region,
-            profile=None if sandbox_endpoint else getattr(p, "profile", None),
-            project=getattr(p, "project", None),
-            endpoint_url=sandbox_endpoint,
-        )
+        base = cls(cloud=p.cloud, region=p.region, endpoint_url=sandbox_endpoint)
+        match p:
+            case AwsProvider():
+                # Sandbox credentials are fixed dummies: a named profile must not leak into them.
+                return base.model_copy(update={"profile": None if sandbox_endpoint else p.profile})
+            case GcpProvider():
+                return base.model_copy(update={"project": p.project})
+            case ProxmoxProvider():
+                return base.model_copy(update={"api_endpoint": p.endpoint})
+            case AzureProvider():
+                return base
 
     def describe(self) -> str:
-        where = f"sandbox at {self.endpoint_url}" if self.sandbox else self.cloud.value
+        where = f"sandbox at {self.endpoint_url}" if self.sandbox else self.api_endpoint or self.cloud.value
         return f"{where} ({self.region})"

@@ -236,7 +236,9 @@ def test_list_element_path_uses_index():
 
 def test_enum_case_slip_suggests():
     issue = only_issue(spec_text(extra='"exec": { "mode": "ssm" }'))
-    assert issue.message == "must be one of 'SSM', 'OSConfig', 'AzureRunCmd', got 'ssm'; did you mean 'SSM'?"
+    assert issue.message == (
+        "must be one of 'SSM', 'OSConfig', 'AzureRunCmd', 'QemuGuestAgent', got 'ssm'; did you mean 'SSM'?"
+    )
 
 
 def test_dns_label_pattern_has_a_readable_message():

@@ -7,6 +7,7 @@ import jsonschema
 import pytest
 
 from vmplane.envspec.jsonc import parse_jsonc
+from vmplane.envspec.models import Cloud
 from vmplane.envspec.schema import SCHEMA_FILENAME, env_json_schema, write_schema
 from vmplane.envspec.starter import render_starter
 
@@ -104,3 +105,41 @@ def test_write_schema(tmp_path: Path):
     assert json.loads(text) == env_json_schema()
     assert text == json.dumps(env_json_schema(), indent=2, sort_keys=True) + "\n"
     assert write_schema(target).read_text() == text  # rewriting is byte-identical
+
+
+def test_provider_is_a_union_selected_by_cloud(validator, example):
+    provider = env_json_schema()["properties"]["provider"]
+    assert provider["discriminator"]["propertyName"] == "cloud"
+    assert set(provider["discriminator"]["mapping"]) == {"aws", "gcp", "azure", "proxmox"}
+    doc = copy.deepcopy(example)
+    doc["provider"] = {"cloud": "gcp", "project": "shop-prod-1", "region": "us-central1"}
+    doc["exec"] = {"mode": "OSConfig"}
+    assert error_messages(validator, doc) == []
+    doc["provider"]["profile"] = "default"  # an AWS field on a GCP provider
+    assert error_messages(validator, doc)
+    doc["provider"] = {"cloud": "gcp", "project": "Bad_", "region": "us-central1"}
+    assert error_messages(validator, doc)
+
+
+def test_proxmox_needs_node_or_nodes(validator, example):
+    doc = copy.deepcopy(example)
+    doc["provider"] = {"cloud": "proxmox", "endpoint": "https://pve.example:8006", "node": "pve1"}
+    assert error_messages(validator, doc) == []
+    doc["provider"]["nodes"] = ["pve2"]
+    assert error_messages(validator, doc)
+    del doc["provider"]["node"], doc["provider"]["nodes"]
+    assert error_messages(validator, doc)
+
+
+def test_neutral_network_keys_are_in_the_schema(validator, example):
+    doc = copy.deepcopy(example)
+    doc["network"] = {"existingNetwork": "vpc-0abc", "existingSubnets": ["subnet-01"]}
+    assert error_messages(validator, doc) == []
+    doc["network"]["existingVpcId"] = "vpc-0abc"
+    assert error_messages(validator, doc)
+
+
+@pytest.mark.parametrize("cloud", [Cloud.gcp, Cloud.proxmox])
+def test_starters_of_other_clouds_validate(validator, cloud):
+    value, _ = parse_jsonc(render_starter("shop", "acme", cloud=cloud))
+    assert error_messages(validator, value) == []

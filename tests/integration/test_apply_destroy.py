@@ -233,7 +233,7 @@ def test_apply_then_destroy_fixed_pool(cli: Cli, sandbox: Sandbox, tmp_path) -> 
 
 @pytest.mark.sandbox
 def test_azure_job_fails_with_clean_invalid(cli: Cli, sandbox: Sandbox, tmp_path) -> None:
-    env_file = write_env(tmp_path, "itest-azure", provider={"cloud": "azure", "region": "westeurope"})
+    env_file = write_env(tmp_path, "itest-azure", provider={"cloud": "azure", "region": "westeurope"}, exec={})
     proc = cli.run("apply", "-f", str(env_file), "--yes", "--output", "json")
     assert proc.returncode == 1, proc.stderr
     job = json.loads(proc.stdout)
@@ -242,6 +242,14 @@ def test_azure_job_fails_with_clean_invalid(cli: Cli, sandbox: Sandbox, tmp_path
     assert validate["name"] == "stepValidate" and validate["status"] == "failed"
     assert validate["error"].startswith("Invalid: Azure")
     assert all(s["status"] == "pending" for s in job["steps"][1:])
+
+    # Nothing was created, so the teardown has nothing to do and ends `deleted` (it used to end
+    # delete_failed with an AttributeError, after which a new apply was refused for good).
+    gone = cli.json("destroy", "-f", str(env_file), "--yes")
+    assert gone["status"] == "deleted", gone["error"]
+    assert all(s["status"] == "succeeded" for s in gone["teardownSteps"])
+    again = cli.run("apply", "-f", str(env_file), "--yes", "--output", "json")
+    assert again.returncode == 1 and json.loads(again.stdout)["id"] != job["id"]  # a new job, not a refusal
 
 
 @pytest.mark.sandbox

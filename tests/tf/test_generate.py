@@ -140,9 +140,16 @@ def test_hcl_writer_aligns_runs_and_escapes_templates() -> None:
 
 def test_other_clouds_and_existing_vpcs_are_refused_clearly(spec: EnvSpec) -> None:
     doc = spec_json(spec)
-    gcp = EnvSpec.model_validate({**doc, "provider": {"cloud": "gcp", "region": "europe-west1"}})
+    gcp_doc = {**doc, "provider": {"cloud": "gcp", "project": "acme-web-1", "region": "europe-west1"}}
+    gcp_doc.pop("exec", None)  # the exec channel defaults per cloud
+    if "loadBalancer" in gcp_doc:
+        gcp_doc["loadBalancer"] = {**gcp_doc["loadBalancer"], "certSource": "GCPManaged"}
+    gcp = EnvSpec.model_validate(gcp_doc)
     with pytest.raises(GenerateError, match=r"provider\.cloud: tf generate supports aws, not gcp"):
         generate(gcp)
-    existing = {**doc, "network": {**doc["network"], "existingVpcId": "vpc-0abc", "existingPrivateSubnetIds": ["s"]}}
+    existing = {
+        **doc,
+        "network": {**doc["network"], "existingVpcId": "vpc-0abc", "existingPrivateSubnetIds": ["subnet-0abc"]},
+    }
     with pytest.raises(GenerateError, match=r"network\.existingVpcId"):
         generate(EnvSpec.model_validate(existing))

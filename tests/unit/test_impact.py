@@ -48,6 +48,8 @@ def test_every_field_of_the_spec_has_an_impact_class():
     paths = _paths(EnvSpec)
     # The walk reaches every level: user-keyed maps, optional blocks and their nested objects.
     assert {"pools.*.image", "pools.*.min", "tags.*", "loadBalancer", "loadBalancer.healthCheck.path"} <= set(paths)
+    # Every cloud's provider fields and the Proxmox pool fields are reached through the unions.
+    assert {"provider.project", "provider.endpoint", "provider.nodes", "pools.*.template"} <= set(paths)
     missing = [p for p in paths if classify(p) is None]
     assert missing == [], f"add these to envspec/impact.py RULES: {missing}"
 
@@ -61,6 +63,15 @@ def test_the_class_follows_where_the_value_ends_up():
     assert classify("network.cidr") is Impact.identity
     assert classify("provider.region") is Impact.identity
     assert classify("pools.web.mode") is Impact.identity
+
+
+def test_per_cloud_fields_have_their_class():
+    for path in ("provider.project", "provider.endpoint", "provider.node", "provider.verifyTls", "provider.caFile"):
+        assert classify(path) is Impact.identity, path
+    for path in ("pools.web.template", "pools.web.cores", "pools.web.memoryMb"):
+        assert classify(path) is Impact.vm, path
+    assert classify("loadBalancer.dnsZone") is Impact.cloud
+    assert classify("network.existingNetwork") is Impact.identity
 
 
 def test_diff_lists_each_changed_leaf_with_its_class(spec):

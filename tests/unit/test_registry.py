@@ -38,7 +38,7 @@ def test_target_for_spec_never_carries_a_profile_into_the_sandbox(spec):
 
 
 def test_azure_preflight_is_a_clean_invalid(spec):
-    azure = variant(spec, provider={"cloud": "azure", "region": "westeurope"})
+    azure = variant(spec, provider={"cloud": "azure", "region": "westeurope"}, exec={"mode": "AzureRunCmd"})
     driver = driver_for(Target.for_spec(azure, None))
     assert isinstance(driver, AzureDriver)
     with pytest.raises(ProviderInvalidError) as caught:

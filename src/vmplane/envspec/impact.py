@@ -37,12 +37,14 @@ RULES: list[tuple[str, Impact]] = [
     ("name", Impact.identity),
     ("org", Impact.identity),
     ("provider", Impact.identity),
-    ("provider.*", Impact.identity),
+    ("provider.*", Impact.identity),  # every cloud's: region, profile, project, endpoint, node(s), TLS
     ("tagPrefix", Impact.identity),
     ("network.cidr", Impact.identity),
     ("network.zones", Impact.identity),
     ("network.existingVpcId", Impact.identity),
     ("network.existingPrivateSubnetIds", Impact.identity),
+    ("network.existingNetwork", Impact.identity),  # synonyms: recorded under the two keys above
+    ("network.existingSubnets", Impact.identity),
     ("network.ingressPorts", Impact.cloud),
     ("exec.mode", Impact.identity),  # the IAM role and channel the VMs were built with
     ("pools.*.mode", Impact.identity),
@@ -50,6 +52,9 @@ RULES: list[tuple[str, Impact]] = [
     ("pools.*.instanceType", Impact.vm),
     ("pools.*.arch", Impact.vm),
     ("pools.*.diskGb", Impact.vm),
+    ("pools.*.template", Impact.vm),  # Proxmox: what new VMs are cloned from
+    ("pools.*.cores", Impact.vm),
+    ("pools.*.memoryMb", Impact.vm),
     ("pools.*.size", Impact.cloud),
     ("pools.*.min", Impact.cloud),
     ("pools.*.max", Impact.cloud),
@@ -68,6 +73,7 @@ RULES: list[tuple[str, Impact]] = [
     ("state", Impact.identity),  # where the stack's state lives: moving it is not an in-place change
     ("state.*", Impact.identity),
     ("loadBalancer", Impact.cloud),
+    ("loadBalancer.dnsZone", Impact.cloud),
     ("loadBalancer.*", Impact.cloud),
     ("loadBalancer.healthCheck.*", Impact.cloud),
 ]

@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from vmplane.envspec.jsonc import JsoncSyntaxError, JsonPath, Position, Positions, parse_jsonc
-from vmplane.envspec.models import DNS_LABEL, EnvSpec
+from vmplane.envspec.models import DNS_LABEL, NETWORK_SYNONYMS, EnvSpec
 from vmplane.errors import UsageError
 
 _PLAIN_KEY_RE = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$-]*$")
@@ -116,6 +116,7 @@ def _issue(err: Any, data: Any, positions: Positions) -> SpecIssue:
         key = str(loc[-1])
         return _at_key((*parent, key), positions, _unknown_field(key, model))
     path, _ = _resolve(loc, data)
+    path = _as_written(path, data)
     node = _node_at(data, path)
     if kind == "missing":
         return _at_value(path[:-1], positions, f"missing required field {str(path[-1])!r}")
@@ -234,11 +235,13 @@ def _resolve(loc: tuple[str | int, ...], data: Any) -> tuple[JsonPath, type[Base
         tp = _unwrap(tp)
         members = _union_models(tp)
         if members:
-            tagged = _member_for_mode(members, part)
+            tagged = _member_for_tag(members, part)
             if tagged is not None:  # pydantic inserts the tag into the loc: not a key in the file
                 tp = tagged
                 continue
-            tp = _member_for_mode(members, _mode_of(_node_at(data, tuple(path)))) or Any
+            tp = _member_for_tag(members, _tag_of(members, _node_at(data, tuple(path)))) or Any
+        elif _is_union(tp) and isinstance(part, str):
+            continue  # a scalar union (int | str) names the member that failed: not a key either
         tp = _child_type(tp, part)
         path.append(part)
     return tuple(path), _model_at(tp, _node_at(data, tuple(path)))
@@ -248,7 +251,7 @@ def _model_at(tp: Any, node: Any) -> type[BaseModel] | None:
     tp = _unwrap(tp)
     members = _union_models(tp)
     if members:
-        tp = _member_for_mode(members, _mode_of(node))
+        tp = _member_for_tag(members, _tag_of(members, node))
     return tp if isinstance(tp, type) and issubclass(tp, BaseModel) else None
 
 
@@ -290,16 +293,38 @@ def _union_models(tp: Any) -> list[type[BaseModel]]:
     return [a for a in typing.get_args(tp) if isinstance(a, type) and issubclass(a, BaseModel)]
 
 
-def _member_for_mode(members: list[type[BaseModel]], mode: Any) -> type[BaseModel] | None:
+def _tag_field(member: type[BaseModel]) -> str | None:
+    """The discriminator of a tagged-union member: its Literal field (pools: mode, provider: cloud)."""
+    for name, info in member.model_fields.items():
+        if typing.get_origin(info.annotation) is typing.Literal:
+            return info.alias or name
+    return None
+
+
+def _member_for_tag(members: list[type[BaseModel]], tag: Any) -> type[BaseModel] | None:
     for member in members:
-        info = member.model_fields.get("mode")
-        if info is not None and mode in typing.get_args(info.annotation):
+        field = _tag_field(member)
+        info = member.model_fields.get(field or "")
+        if info is not None and isinstance(tag, str) and tag in typing.get_args(info.annotation):
             return member
     return None
 
 
-def _mode_of(node: Any) -> Any:
-    return node.get("mode") if isinstance(node, dict) else None
+def _tag_of(members: list[type[BaseModel]], node: Any) -> Any:
+    field = _tag_field(members[0])
+    return node.get(field) if isinstance(node, dict) and field else None
+
+
+def _as_written(path: JsonPath, data: Any) -> JsonPath:
+    """The path with a cloud-neutral synonym (existingNetwork) where the file used it, so the issue
+    points at the key the user wrote rather than the recorded name it was mapped to."""
+    for i, part in enumerate(path):
+        parent = _node_at(data, path[:i])
+        if isinstance(parent, dict) and part not in parent:
+            for neutral, key in NETWORK_SYNONYMS.items():
+                if part == key and neutral in parent:
+                    return (*path[:i], neutral, *path[i + 1 :])
+    return path
 
 
 def _aliases(model: type[BaseModel]) -> list[str]:

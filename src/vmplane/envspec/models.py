@@ -12,45 +12,49 @@ import re
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-from pydantic.alias_generators import to_camel
+from pydantic import Field, field_validator, model_validator
 
-DNS_LABEL = r"^[a-z]([a-z0-9-]{0,30}[a-z0-9])?$"
-_DNS_LABEL_RE = re.compile(DNS_LABEL)
+from vmplane.envspec import percloud
+from vmplane.envspec.base import DNS_LABEL, DNS_LABEL_RE, CertSource, Cloud, ExecMode, SpecModel
+from vmplane.envspec.percloud import DEFAULT_EXEC_MODE
+from vmplane.envspec.provider import AwsProvider, AzureProvider, GcpProvider, Provider, ProxmoxProvider
+
+# Explicit: the cloud and provider names defined in base/provider/percloud are re-exported here.
+__all__ = [
+    "DEFAULT_EXEC_MODE",
+    "DNS_LABEL",
+    "NETWORK_SYNONYMS",
+    "SENTINEL_PATH",
+    "Arch",
+    "AsgPool",
+    "AwsProvider",
+    "AzureProvider",
+    "Bootstrap",
+    "BootstrapMode",
+    "CertSource",
+    "Cloud",
+    "EnvSpec",
+    "Exec",
+    "ExecMode",
+    "FixedPool",
+    "GcpProvider",
+    "HealthCheck",
+    "LoadBalancer",
+    "Network",
+    "Pool",
+    "PoolBase",
+    "Provider",
+    "ProxmoxProvider",
+    "Runtime",
+    "SpecModel",
+    "TerraformState",
+    "spec_json",
+]
+
+_DNS_LABEL_RE = DNS_LABEL_RE
+# Cloud-neutral keys accepted for the AWS-named ones, which stay the recorded (dumped) keys.
+NETWORK_SYNONYMS = {"existingNetwork": "existingVpcId", "existingSubnets": "existingPrivateSubnetIds"}
 SENTINEL_PATH = "/var/lib/vmplane/bootstrap-complete"
-
-
-class SpecModel(BaseModel):
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        populate_by_name=True,
-        extra="forbid",
-        frozen=True,
-        use_enum_values=False,
-    )
-
-
-class Cloud(StrEnum):
-    aws = "aws"
-    gcp = "gcp"
-    azure = "azure"
-    proxmox = "proxmox"
-
-
-class ExecMode(StrEnum):
-    """The IAM-gated exec channel, one per cloud (users know these names from the cloud consoles)."""
-
-    SSM = "SSM"
-    OSConfig = "OSConfig"
-    AzureRunCmd = "AzureRunCmd"
-
-
-DEFAULT_EXEC_MODE: dict[Cloud, ExecMode] = {
-    Cloud.aws: ExecMode.SSM,
-    Cloud.gcp: ExecMode.OSConfig,
-    Cloud.azure: ExecMode.AzureRunCmd,
-    Cloud.proxmox: ExecMode.SSM,  # placeholder until the Proxmox driver defines its channel
-}
 
 
 class BootstrapMode(StrEnum):
@@ -63,39 +67,46 @@ class Arch(StrEnum):
     arm64 = "arm64"
 
 
-class Provider(SpecModel):
-    cloud: Cloud = Field(description="Which cloud the environment lives in.")
-    region: str = Field(min_length=1, description="Cloud region, e.g. us-east-1.")
-    profile: str | None = Field(
-        default=None,
-        description="Named credentials profile (AWS). Never read in sandbox mode.",
-    )
-
-
 class Network(SpecModel):
     cidr: str = Field(
         default="10.40.0.0/16",
-        description="CIDR of the new VPC (ignored when existingVpcId is set). /16 to /24.",
+        description="CIDR of the new network (ignored when existingVpcId is set). /16 to /24.",
     )
     zones: int = Field(
         default=2,
         ge=2,
         le=6,
-        description="How many availability zones to spread subnets and VMs over (at least 2).",
+        description="How many zones to spread VMs (and, where zonal, subnets) over (at least 2).",
     )
     existing_vpc_id: str | None = Field(
         default=None,
-        pattern=r"^vpc-[0-9a-f]+$",
-        description="Use this VPC instead of creating one; vmplane never modifies or deletes it.",
+        min_length=1,
+        description="Use this network instead of creating one; vmplane never modifies or deletes it. AWS: a "
+        "VPC id (vpc-...); GCP: a VPC network name or self-link; Proxmox: a bridge or SDN VNet (vmbr0). "
+        "existingNetwork is the same setting under a cloud-neutral name.",
     )
-    existing_private_subnet_ids: list[str] = Field(
+    existing_private_subnet_ids: list[Annotated[str, Field(min_length=1)]] = Field(
         default_factory=list,
-        description="Private subnets of the existing VPC for the VMs (required with existingVpcId).",
+        description="Private subnets of the existing network for the VMs (required with existingVpcId except "
+        "on Proxmox). AWS: subnet ids (subnet-...); GCP: subnetwork names. Also accepted as existingSubnets.",
     )
     ingress_ports: list[Annotated[int, Field(ge=1, le=65535)]] = Field(
         default_factory=lambda: [80],
         description="TCP ports the VM security group opens, to sources inside the VPC only. Never 22.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _synonyms(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for neutral, key in NETWORK_SYNONYMS.items():
+            if neutral in data:
+                if key in data:
+                    raise ValueError(f"give {neutral} or {key}, not both (they are the same setting)")
+                data[key] = data.pop(neutral)
+        return data
 
     @field_validator("cidr")
     @classmethod
@@ -119,26 +130,56 @@ class Network(SpecModel):
             raise ValueError("ports must be unique")
         return sorted(v)
 
-    @model_validator(mode="after")
-    def _existing(self) -> Network:
-        if self.existing_vpc_id and not self.existing_private_subnet_ids:
-            raise ValueError("existingPrivateSubnetIds is required when existingVpcId is set")
-        if self.existing_private_subnet_ids and not self.existing_vpc_id:
-            raise ValueError("existingPrivateSubnetIds needs existingVpcId")
-        return self
+    @property
+    def existing_network(self) -> str | None:
+        """The cloud-neutral name of existing_vpc_id (the per-cloud format is checked with the provider)."""
+        return self.existing_vpc_id
+
+    @property
+    def existing_subnets(self) -> list[str]:
+        return self.existing_private_subnet_ids
 
 
 class PoolBase(SpecModel):
-    instance_type: str = Field(default="t3.small", min_length=1, description="Cloud instance type.")
+    # instanceType and image defaults depend on the cloud: EnvSpec fills them in (envspec/percloud.py);
+    # the field defaults are AWS's, for pools built on their own.
+    instance_type: str = Field(
+        default="t3.small",
+        min_length=1,
+        description="Instance (machine) type; default per cloud: aws t3.small, gcp e2-small. "
+        "Proxmox: an optional label (default <cores>vcpu-<memoryMb>mb).",
+    )
     image: str = Field(
         default="al2023",
+        min_length=1,
         description=(
-            "An image id (ami-...), an alias (al2023, ubuntu-24.04, debian-12) resolved through the "
-            "cloud's public parameters, or ssm:/path/to/parameter."
+            "AWS: an image id (ami-...), an alias (al2023, ubuntu-24.04, debian-12) resolved through the "
+            "cloud's public parameters, or ssm:/path/to/parameter; default al2023. GCP: an image or image "
+            "family; default debian-12. Proxmox: a label, default the template."
         ),
     )
     arch: Arch = Field(default=Arch.amd64, description="CPU architecture; must match the instance type.")
-    disk_gb: int = Field(default=20, ge=8, le=16384, description="Root volume size (encrypted, gp3).")
+    disk_gb: int = Field(default=20, ge=8, le=16384, description="Root volume size (encrypted).")
+    template: int | str | None = Field(
+        default=None,
+        description="Proxmox only (required there): the template VM to clone, by VMID or name.",
+    )
+    cores: int | None = Field(default=None, ge=1, le=512, description="Proxmox only: vCPU cores (default 2).")
+    memory_mb: int | None = Field(
+        default=None, ge=256, le=4_194_304, description="Proxmox only: memory in MiB (default 2048)."
+    )
+
+    @field_validator("template")
+    @classmethod
+    def _template(cls, v: int | str | None) -> int | str | None:
+        if isinstance(v, int) and not 100 <= v <= 999_999_999:
+            raise ValueError("a Proxmox VMID is between 100 and 999999999")
+        if isinstance(v, str) and not _PVE_NAME_RE.fullmatch(v):
+            raise ValueError("must be a VMID or a VM name (letters, digits, '.' and '-')")
+        return v
+
+
+_PVE_NAME_RE = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]{0,61}[A-Za-z0-9])?")
 
 
 class FixedPool(PoolBase):
@@ -184,7 +225,13 @@ class Bootstrap(SpecModel):
 
 
 class Exec(SpecModel):
-    mode: ExecMode | None = Field(default=None, description="Exec channel; defaults per cloud (AWS: SSM).")
+    # Left None when omitted (read through EnvSpec.exec_mode): filling it in would change the recorded
+    # spec of every existing environment and show up as an identity change in the next diff.
+    mode: ExecMode | None = Field(
+        default=None,
+        description="Exec channel, the cloud's own: aws SSM, gcp OSConfig, azure AzureRunCmd, proxmox "
+        "QemuGuestAgent (the default).",
+    )
 
 
 class Runtime(SpecModel):
@@ -210,12 +257,6 @@ class Runtime(SpecModel):
         return v
 
 
-class CertSource(StrEnum):
-    AWSACM = "AWSACM"
-    GCPManaged = "GCPManaged"
-    AzureKeyVault = "AzureKeyVault"
-
-
 class HealthCheck(SpecModel):
     path: str = Field(default="/healthz", pattern=r"^/")
     port: int = Field(default=80, ge=1, le=65535)
@@ -235,12 +276,23 @@ class LoadBalancer(SpecModel):
     )
     hosted_zone_id: str | None = Field(
         default=None,
-        description="Route53 zone for the alias and the certificate's validation record; "
+        description="AWS only: Route53 zone for the alias and the certificate's validation record; "
         "default: the account's public zone whose name is the longest suffix of domain.",
     )
-    cert_source: CertSource = Field(default=CertSource.AWSACM, description="Where the TLS certificate comes from.")
+    dns_zone: str | None = Field(
+        default=None,
+        pattern=r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$",
+        description="GCP only: the Cloud DNS managed zone for the record (default: found by domain suffix).",
+    )
+    cert_source: CertSource = Field(
+        default=CertSource.AWSACM,
+        description="Where the TLS certificate comes from; the cloud's own: aws AWSACM (default there), gcp "
+        "GCPManaged, azure AzureKeyVault.",
+    )
     certificate_arn: str | None = Field(
-        default=None, pattern=r"^arn:", description="Use this existing certificate instead of requesting one."
+        default=None,
+        min_length=1,
+        description="Use this existing certificate instead of requesting one (AWS: an ACM ARN, arn:...).",
     )
     target_port: int = Field(default=80, ge=1, le=65535, description="Port the VMs serve on (NGINX: 80).")
     health_check: HealthCheck = Field(default_factory=HealthCheck)
@@ -263,7 +315,7 @@ class EnvSpec(SpecModel):
         description="Environment name: the identity. DNS-safe, 1-32 chars. Cannot change in place.",
     )
     org: str = Field(pattern=DNS_LABEL, description="Owning organisation id (the zop:orgId tag).")
-    provider: Provider
+    provider: Provider = Field(description="Where the environment runs; the shape follows provider.cloud.")
     network: Network = Field(default_factory=Network)
     pools: dict[str, Pool] = Field(min_length=1, description="VM pools by name (DNS-safe names).")
     bootstrap: Bootstrap = Field(default_factory=Bootstrap)
@@ -275,6 +327,16 @@ class EnvSpec(SpecModel):
     state: TerraformState | None = Field(
         default=None, description="Remote state of the generated Terraform stack (`vmplane tf state init`)."
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _cloud_defaults(cls, data: Any) -> Any:
+        return percloud.fill_defaults(data)
+
+    @model_validator(mode="after")
+    def _cloud_rules(self) -> EnvSpec:
+        percloud.check(self)
+        return self
 
     @field_validator("pools")
     @classmethod

@@ -10,7 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from vmplane.envspec.models import DNS_LABEL, EnvSpec
+from vmplane.envspec.models import DNS_LABEL, NETWORK_SYNONYMS, EnvSpec
+from vmplane.envspec.provider import GCP_PROJECT, GCP_REGION
 
 SCHEMA_FILENAME = "vmplane.env.schema.json"
 SCHEMA_ID = "urn:vmplane:schema:env"
@@ -24,6 +25,10 @@ def env_json_schema() -> dict[str, Any]:
     schema["properties"]["pools"]["propertyNames"] = {"pattern": DNS_LABEL}
     ports = schema["$defs"]["Network"]["properties"]["ingressPorts"]
     ports["items"]["not"] = {"const": 22}
+    _network_synonyms(schema["$defs"]["Network"])
+    gcp = schema["$defs"]["GcpProvider"]["properties"]
+    gcp["project"]["pattern"], gcp["region"]["pattern"] = GCP_PROJECT, GCP_REGION
+    schema["$defs"]["ProxmoxProvider"]["oneOf"] = [{"required": ["node"]}, {"required": ["nodes"]}]
     return {
         "$schema": SCHEMA_DIALECT,
         "$id": SCHEMA_ID,
@@ -42,6 +47,14 @@ def write_schema(directory: Path) -> Path:
     path = directory / SCHEMA_FILENAME
     path.write_text(json.dumps(env_json_schema(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return path
+
+
+def _network_synonyms(network: dict[str, Any]) -> None:
+    """The cloud-neutral keys are mapped before validation, so the models do not list them."""
+    props = network["properties"]
+    for neutral, key in NETWORK_SYNONYMS.items():
+        props[neutral] = {**props[key], "description": f"The cloud-neutral name of {key} (give one of them)."}
+    network["allOf"] = [{"not": {"required": [neutral, key]}} for neutral, key in NETWORK_SYNONYMS.items()]
 
 
 def _drop_property_titles(node: Any) -> None:

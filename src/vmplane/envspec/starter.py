@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import re
 
-from vmplane.envspec.models import DNS_LABEL
+from vmplane.envspec.models import DNS_LABEL, Cloud
+from vmplane.envspec.provider import GCP_PROJECT
 
 _DNS_LABEL_RE = re.compile(DNS_LABEL)
 _REGION_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -14,7 +15,7 @@ _REGION_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 _TEMPLATE = """\
 // vmplane environment __TITLE__.
 // Editors complete and check this file from ./vmplane.env.schema.json.
-// Check it with `vmplane validate`; try it on the emulated AWS account with `vmplane apply --sandbox`.
+// Check it with `vmplane validate`.__SANDBOX_HINT__
 {
   "$schema": "./vmplane.env.schema.json",
 
@@ -25,16 +26,14 @@ _TEMPLATE = """\
 
   // Where the environment runs.
   "provider": {
-    "cloud": "aws",
-    "region": __REGION__,
-    // "profile": "default", // a named AWS credentials profile (never read in sandbox mode)
+__PROVIDER__
   },
 
-  // A new private VPC with NAT egress: VMs get no public IPs, and port 22 is never opened.
+  // __NETWORK__
   "network": {
     "cidr": "10.40.0.0/16", // private, /16 to /24
-    "zones": 2, // availability zones to spread subnets and VMs over (2-6)
-    "ingressPorts": [80], // TCP ports open to sources inside the VPC only
+    "zones": 2, // zones to spread VMs over (2-6)
+    "ingressPorts": [80], // TCP ports open to sources inside the private network only
   },
 
   // VM pools by name. "fixed": `size` VMs named <env>-<pool>-<index>.
@@ -43,20 +42,19 @@ _TEMPLATE = """\
     "web": {
       "mode": "fixed",
       "size": 2,
-      "instanceType": "t3.small",
-      "image": "al2023", // an AMI id, an alias (al2023, ubuntu-24.04, debian-12) or ssm:/parameter/path
+__MACHINE__
       "arch": "amd64", // must match the instance type
-      "diskGb": 20, // encrypted gp3 root volume
+      "diskGb": 20, // encrypted root volume
     },
   },
 
   // First boot: "nginx" sets up Docker and NGINX; "bare" sets up Docker and the network only.
   "bootstrap": { "mode": "nginx", "timeoutSeconds": 900 },
 
-  // Commands reach VMs through the cloud's IAM-gated exec channel (AWS: SSM), never SSH.
-  "exec": { "mode": "SSM" },
+  // Commands reach VMs through the cloud's own exec channel, never SSH.
+  "exec": { "mode": __EXEC__ },
 
-  // Extra tags on every resource (the aws: prefix is reserved).
+  // Extra tags on every resource.
   "tags": {},
 
   // Environment variables and files (absolute path -> content) for workloads on every VM.
@@ -65,32 +63,96 @@ _TEMPLATE = """\
     "files": {},
   },
 
-  // A load balancer in front of the pools: uncomment and set your domain when you need one.
-  // "loadBalancer": {
-  //   "domain": "app.example.com",
-  //   "certSource": "AWSACM", // or give "certificateArn" to reuse a certificate
-  //   "targetPort": 80,
-  //   "healthCheck": { "path": "/healthz", "port": 80 },
-  // },
+__LOAD_BALANCER__
 }
 """
 
+_LB = """\
+  // A load balancer in front of the pools: uncomment and set your domain when you need one.
+  // "loadBalancer": {
+  //   "domain": "app.example.com",
+  //   "certSource": __CERT__, // or give "certificateArn" to reuse a certificate
+  //   "targetPort": 80,
+  //   "healthCheck": { "path": "/healthz", "port": 80 },
+  // },"""
 
-def render_starter(name: str, org: str, region: str = "us-east-1") -> str:
-    """Render a starter JSONC spec with one fixed pool of 2 VMs; raises ValueError on bad names."""
+# Per cloud: provider members, network comment, pool machine lines, exec mode, cert source (None: no LB).
+_CLOUDS: dict[Cloud, tuple[str, str, str, str, str | None]] = {
+    Cloud.aws: (
+        """    "cloud": "aws",
+    "region": __REGION__,
+    // "profile": "default", // a named AWS credentials profile (never read in sandbox mode)""",
+        "A new private VPC with NAT egress: VMs get no public IPs, and port 22 is never opened.",
+        """      "instanceType": "t3.small",
+      "image": "al2023", // an AMI id, an alias (al2023, ubuntu-24.04, debian-12) or ssm:/parameter/path""",
+        "SSM",
+        "AWSACM",
+    ),
+    Cloud.gcp: (
+        """    "cloud": "gcp",
+    "project": __PROJECT__, // your Google Cloud project id
+    "region": __REGION__,""",
+        "A new private VPC network with Cloud NAT egress: VMs get no public IPs, port 22 is never opened.",
+        """      "instanceType": "e2-small",
+      "image": "debian-12", // an image family or image""",
+        "OSConfig",
+        "GCPManaged",
+    ),
+    Cloud.proxmox: (
+        """    "cloud": "proxmox",
+    "endpoint": "https://pve.example:8006", // your Proxmox VE API
+    "node": "pve1", // or "nodes": ["pve1", "pve2"]
+    // "caFile": "/etc/vmplane/pve-ca.pem", // the CA of the API's certificate""",
+        "VMs on a private network; port 22 is never opened.",
+        """      "template": "debian-12-template", // the template VM to clone (name or VMID)
+      "cores": 2,
+      "memoryMb": 2048,""",
+        "QemuGuestAgent",
+        None,
+    ),
+}
+_DEFAULT_REGION = {Cloud.aws: "us-east-1", Cloud.gcp: "us-central1"}
+
+
+def render_starter(
+    name: str,
+    org: str,
+    region: str | None = None,
+    *,
+    cloud: Cloud = Cloud.aws,
+    project: str = "my-gcp-project",
+) -> str:
+    """Render a starter JSONC spec with one fixed pool of 2 VMs; raises ValueError on bad input.
+    `region` defaults per cloud (Proxmox has none); `project` is only used for gcp."""
+    if cloud not in _CLOUDS:
+        raise ValueError(f"no starter for {cloud} (choose {', '.join(_CLOUDS)})")
     for label, value in (("name", name), ("org", org)):
         if not _DNS_LABEL_RE.fullmatch(value):
             raise ValueError(
                 f"{label} {value!r} is not a DNS label: use 1-32 lowercase letters, digits or '-', "
                 "starting with a letter and not ending with '-'"
             )
-    if not _REGION_RE.fullmatch(region):
-        raise ValueError(f"region {region!r} is not a region name like 'us-east-1'")
+    region = region if region is not None else _DEFAULT_REGION.get(cloud, "")
+    if cloud is not Cloud.proxmox and not _REGION_RE.fullmatch(region):
+        raise ValueError(f"region {region!r} is not a region name like {_DEFAULT_REGION[cloud]!r}")
+    if cloud is Cloud.gcp and not re.fullmatch(GCP_PROJECT, project):
+        raise ValueError(f"project {project!r} is not a Google Cloud project id")
+    provider, network, machine, exec_mode, cert = _CLOUDS[cloud]
+    lb = _LB.replace("__CERT__", json.dumps(cert)) if cert else f"  // {cloud} has no managed load balancer."
+    hint = " Try it on the emulated AWS account with `vmplane apply --sandbox`." if cloud is Cloud.aws else ""
     values = {
         "__TITLE__": f"{name!r} of organisation {org!r}",
+        "__SANDBOX_HINT__": hint,
+        "__PROVIDER__": provider,
+        "__NETWORK__": network,
+        "__MACHINE__": machine,
+        "__EXEC__": json.dumps(exec_mode),
+        "__LOAD_BALANCER__": lb,
+        # Substituted last: they sit inside the blocks above.
         "__NAME__": json.dumps(name),
         "__ORG__": json.dumps(org),
         "__REGION__": json.dumps(region),
+        "__PROJECT__": json.dumps(project),
     }
     text = _TEMPLATE
     for placeholder, value in values.items():
