@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -75,11 +75,6 @@ def print_error(message: str) -> None:
     from rich.console import Console
 
     Console(stderr=True, highlight=False).print(f"[red]error:[/] {message}", soft_wrap=True)
-
-
-def die(message: str, code: int) -> NoReturn:
-    print_error(message)
-    raise typer.Exit(code)
 
 
 @contextmanager
