@@ -1,3 +1,3 @@
-from vmplane.cli.app import main
+from vmplane.cli.main import main
 
 main()

@@ -57,7 +57,7 @@ def shape(sb: Sandbox, job_id: str, domain: str) -> dict[str, int]:
 @pytest.mark.parametrize("example", ["fixed.jsonc", "web.jsonc"])
 def test_generated_stack_is_fmt_clean_and_validates_offline(cli: Cli, tf_env, tmp_path: Path, example: str) -> None:
     env_file = write_env(tmp_path, "itest-tf-validate", example=example)
-    proc = cli.run("tf", "generate", "-f", str(env_file), "-o", str(tmp_path / "stack"))
+    proc = cli.run("tf", "generate", "-f", str(env_file), "-d", str(tmp_path / "stack"))
     assert proc.returncode == 0, proc.stderr
     stack = tmp_path / "stack"
     tf(tf_env, stack, "fmt", "-check", "-diff")
@@ -79,7 +79,7 @@ def test_generated_stack_builds_the_same_shape_as_the_pipeline(
     assert cli.json("destroy", "-f", str(env_file), "--sandbox", "--yes")["status"] == "deleted"
 
     stack = tmp_path / "stack"
-    proc = cli.run("tf", "generate", "-f", str(env_file), "-o", str(stack), "--sandbox")
+    proc = cli.run("tf", "generate", "-f", str(env_file), "-d", str(stack), "--sandbox")
     assert proc.returncode == 0, proc.stderr
     tf(tf_env, stack, "init", "-input=false")
     tf(tf_env, stack, "apply", "-auto-approve", "-input=false", "-no-color")
@@ -107,7 +107,7 @@ def test_remote_state_is_created_once_and_terraform_uses_it(cli: Cli, sandbox: S
     assert again.returncode == 2 and "already exists" in again.stderr and "nothing was overwritten" in again.stderr
 
     stack = tmp_path / "stack"
-    assert cli.run("tf", "generate", "-f", str(env_file), "-o", str(stack), "--sandbox").returncode == 0
+    assert cli.run("tf", "generate", "-f", str(env_file), "-d", str(stack), "--sandbox").returncode == 0
     tf(tf_env, stack, "init", "-input=false", "-no-color")
     plan = tf(tf_env, stack, "plan", "-input=false", "-no-color", "-lock=true").stdout
     assert "Plan:" in plan and "to add, 0 to change, 0 to destroy" in plan

@@ -50,3 +50,16 @@ def test_the_stack_gets_an_s3_backend_and_the_sandbox_override_replaces_it(with_
     override = files["vmplane.env.sandbox_override.tf"]
     assert 'backend "s3"' in override and "use_path_style" in override
     assert "vmplane.env.backend.tf" not in generate(with_state.model_copy(update={"state": None}))
+
+
+def test_init_state_for_builds_the_clients_for_the_state_region_and_the_sandbox(monkeypatch, with_state):
+    import vmplane.tf.state as tf_state
+
+    seen = []
+    monkeypatch.setattr(tf_state, "AwsClients", lambda target: seen.append(target) or "clients")
+    monkeypatch.setattr(tf_state, "init_state", lambda aws, spec: (aws, spec.state.bucket))
+    in_eu = variant(with_state, state={"bucket": "acme-tfstate", "region": "eu-west-1"})
+    assert tf_state.init_state_for(in_eu, "http://127.0.0.1:1") == ("clients", "acme-tfstate")
+    assert (seen[0].region, seen[0].endpoint_url, seen[0].profile) == ("eu-west-1", "http://127.0.0.1:1", None)
+    tf_state.init_state_for(with_state, None)
+    assert (seen[1].region, seen[1].endpoint_url) == (with_state.provider.region, None)

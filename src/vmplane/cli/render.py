@@ -1,19 +1,25 @@
-"""How the CLI shows plans, jobs and progress. Rendering only: no decisions are made here."""
+"""How the CLI shows plans, jobs and progress. Rendering only: no decisions are made here.
+
+`vmplane status` imports this module: it takes the job records from store/ (pydantic only), not from
+jobs.service or pipeline/, whose imports (SQLAlchemy, the cloud layer) a read-only command must not pay.
+"""
 
 from __future__ import annotations
 
 import json
-import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
 
-from vmplane.envspec.impact import Change
-from vmplane.jobs.service import JobView, Phase, StepRecord, StepStatus
-from vmplane.pipeline.plan import Action, Plan
+from vmplane.store.job_records import JobView, Phase, StepRecord, StepStatus
 
-SYMBOL_STYLE = {Action.create: "green", Action.update: "yellow", Action.destroy: "red", Action.recreate: "magenta"}
+if TYPE_CHECKING:
+    from vmplane.envspec.impact import Change
+    from vmplane.pipeline.plan import Plan
+
+# Keyed by pipeline.plan.Action's values (a StrEnum member looks up as its value).
+SYMBOL_STYLE = {"+": "green", "~": "yellow", "-": "red", "-/+": "magenta"}
 STEP_MARK = {
     StepStatus.succeeded: "[green]✓[/]",
     StepStatus.failed: "[red]✗[/]",
@@ -53,17 +59,6 @@ def show_changes(con: Console, changes: list[Change], refusals: list[str]) -> No
 def _short(value: Any) -> str:
     text = json.dumps(value, sort_keys=True) if value is not None else "(absent)"
     return text if len(text) <= 60 else text[:57] + "..."
-
-
-def consoles(json_output: bool) -> tuple[Console, Console]:
-    """(human, errors): with --output json, stdout carries only the JSON object; humans read stderr."""
-    err = Console(stderr=True, highlight=False)
-    return (err if json_output else Console(highlight=False)), err
-
-
-def print_json(obj: Any) -> None:
-    sys.stdout.write(json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
-    sys.stdout.flush()
 
 
 def show_plan(con: Console, plan: Plan) -> None:
@@ -141,7 +136,7 @@ def show_job(con: Console, job: JobView) -> None:
     if infra.VMs:
         outdated = {v.Name for v in infra.outdated_vms()}
         t = Table(box=None, pad_edge=False)
-        for col in ("VM", "POOL", "ID", "private IP", "AZ", "state", "template"):
+        for col in ("VM", "POOL", "ID", "private IP", "zone", "state", "template"):
             t.add_column(col)
         for vm in infra.VMs:
             version = f"v{vm.LaunchTemplateVersion}" if vm.LaunchTemplateVersion else "-"
@@ -158,5 +153,5 @@ def show_job(con: Console, job: JobView) -> None:
         )
     if infra.ExecMode and infra.VMs and job.status.value == "succeeded":
         first = next((v.ID for v in infra.VMs if v.ID), None)
-        if first and infra.ExecMode == "SSM":
-            con.print(f"  exec channel SSM: aws ssm start-session --target {first}")
+        if first:
+            con.print(f"  exec channel {infra.ExecMode}: vmplane exec {job.env} {first} -- CMD  (or -i for a session)")

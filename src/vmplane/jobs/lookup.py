@@ -1,39 +1,18 @@
-"""Finding a job (by id or environment name) and a VM of it, and running a command on that VM."""
+"""Finding a VM of a job (the job by id or environment name: `listings.find_job`), and running a
+command on it or opening a session through the exec channel."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import select
-
-from vmplane.clouds.base import CommandResult
+from vmplane.clouds.base import CommandResult, SessionHint
 from vmplane.clouds.registry import driver_for
 from vmplane.envspec.models import EnvSpec
 from vmplane.jobs import service as jobs
+from vmplane.jobs.listings import find_job
 from vmplane.jobs.service import JobConflictError, JobStatus, JobView
 from vmplane.settings import Settings
 from vmplane.store.db import transaction
-from vmplane.store.models import JobRow
-
-
-def find_job(settings: Settings, ref: str) -> JobView:
-    """A job by id, or the current (not deleted) job of an environment name."""
-    with transaction(settings.db_url) as s:
-        try:
-            return jobs.view(jobs.get_row(s, ref))
-        except jobs.JobNotFoundError:
-            stmt = (
-                select(JobRow)
-                .where(JobRow.env_name == ref, JobRow.status != JobStatus.deleted.value)
-                .order_by(JobRow.created_at.desc())
-                .limit(2)
-            )
-            rows = list(s.scalars(stmt))
-            if len(rows) > 1:
-                raise JobConflictError(f"{ref} names environments of several orgs; use a job id") from None
-            if not rows:
-                raise
-            return jobs.view(rows[0])
 
 
 def current_job_for(settings: Settings, spec: EnvSpec) -> JobView | None:
@@ -65,3 +44,8 @@ def exec_command(target: ExecTarget, command: str, timeout: float) -> CommandRes
     """Run one shell command through the job's IAM-gated exec channel (SSM on AWS); never SSH."""
     driver = driver_for(target.job.target)
     return driver.run_command([target.instance_id], [command], timeout)[0]
+
+
+def session_hint(target: ExecTarget) -> SessionHint:
+    """How a person opens an interactive session on the VM (the cloud's command, never SSH)."""
+    return driver_for(target.job.target).session_hint(target.instance_id)

@@ -18,7 +18,8 @@ from vmplane.jobs.apply import (
     plan_update,
     resume_phase,
 )
-from vmplane.jobs.lookup import ExecTarget, current_job_for, exec_command, exec_target, find_job
+from vmplane.jobs.listings import find_job
+from vmplane.jobs.lookup import ExecTarget, current_job_for, exec_command, exec_target, session_hint
 from vmplane.jobs.vmops import (
     OperationError,
     OperationPlan,
@@ -56,6 +57,7 @@ __all__ = [
     "plan_update",
     "resume_phase",
     "run",
+    "session_hint",
     "start",
     "workflow_kind",
 ]

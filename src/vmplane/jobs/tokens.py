@@ -9,12 +9,15 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from vmplane.settings import Settings
+from vmplane.store.db import transaction
 from vmplane.store.models import TokenRow
 
 TOKEN_PREFIX = "vmp_"
@@ -64,3 +67,26 @@ def revoke(session: Session, token_id: str, org: str) -> bool:
 
 def list_tokens(session: Session, org: str) -> list[TokenRow]:
     return list(session.scalars(select(TokenRow).where(TokenRow.org == org).order_by(TokenRow.created_at)))
+
+
+# ---- units of work for the CLI (each opens and commits its own transaction) ---------------------
+
+
+@dataclass(frozen=True)
+class IssuedToken:
+    id: str
+    org: str
+    role: Role
+    token: str  # shown once, never stored
+
+
+def issue_token(settings: Settings, org: str, role: Role) -> IssuedToken:
+    with transaction(settings.db_url) as s:
+        token, row = create_token(s, org, role)
+        return IssuedToken(id=row.id, org=org, role=role, token=token)
+
+
+def revoke_token(settings: Settings, token_id: str, org: str) -> bool:
+    """True if a live token was revoked (committed); False if there was none."""
+    with transaction(settings.db_url) as s:
+        return revoke(s, token_id, org)

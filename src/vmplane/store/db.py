@@ -1,4 +1,4 @@
-"""Engine and sessions; migrations run once per process on first use."""
+"""Engine and sessions; migrations run once per process on first use, and only if the DB is behind."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import create_engine, event
+from sqlalchemy import create_engine, event, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-MIGRATIONS = Path(__file__).parent / "migrations"
+from vmplane.store.revisions import MIGRATIONS, is_head
+
 _lock = threading.Lock()
 _engines: dict[str, tuple[Engine, sessionmaker[Session]]] = {}
 
@@ -26,7 +27,19 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.close()
 
 
+def is_current(engine: Engine) -> bool:
+    """True if the DB is at the scripts' head (one query); False if behind, new, or unsure."""
+    try:
+        with engine.connect() as conn:
+            at = {r[0] for r in conn.execute(text("SELECT version_num FROM alembic_version"))}
+    except Exception:  # no alembic_version table yet (a new DB), or any other doubt
+        return False
+    return is_head(at)
+
+
 def migrate(engine: Engine) -> None:
+    if is_current(engine):
+        return
     from alembic import command
     from alembic.config import Config
 

@@ -13,7 +13,7 @@ import uuid
 from dataclasses import dataclass
 
 from vmplane.clouds.aws.errors import aws_errors
-from vmplane.clouds.aws.session import AwsClients
+from vmplane.clouds.aws.session import AwsClients, AwsTarget
 from vmplane.clouds.errors import CloudError, NotFoundError
 from vmplane.envspec.models import EnvSpec
 from vmplane.errors import StateConflictError
@@ -91,6 +91,19 @@ def init_state(aws: AwsClients, spec: EnvSpec) -> StateLocation:
             ) from err
         raise
     return loc
+
+
+def init_state_for(spec: EnvSpec, sandbox_endpoint: str | None) -> StateLocation:
+    """`init_state` with the S3 client built here: callers above the cloud layer (the CLI) pass the
+    spec and, for the sandbox, its endpoint; the state bucket's region wins over the provider's."""
+    assert spec.state is not None
+    target = AwsTarget(
+        region=spec.state.region or spec.provider.region,
+        # The sandbox takes any credentials; a named profile would only be looked up and fail there.
+        profile=None if sandbox_endpoint else spec.provider.profile,
+        endpoint_url=sandbox_endpoint,
+    )
+    return init_state(AwsClients(target), spec)
 
 
 def state_exists(aws: AwsClients, spec: EnvSpec) -> bool:

@@ -1,0 +1,219 @@
+"""Commands on an environment's job: apply, destroy, resume, and the read-only status, envs, jobs.
+
+Read-only commands import only what they render: the SQL lookup (jobs/listings.py) and, for text,
+rich. They never import the engine (DBOS) or a cloud SDK.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from vmplane.cli.common import (
+    DEFAULT_FILE,
+    EXIT_OK,
+    FileOpt,
+    OutputOpt,
+    SandboxOpt,
+    YesOpt,
+    begin,
+    confirm,
+    ensure_sandbox,
+    load,
+    print_json,
+    target,
+)
+from vmplane.cli.running import finish, finish_operation, run_job
+from vmplane.errors import UsageError
+
+OrgOpt = Annotated[str | None, typer.Option(help="Only this org.")]
+
+
+def apply(
+    file: FileOpt = DEFAULT_FILE, sandbox: SandboxOpt = False, yes: YesOpt = False, output: OutputOpt = "text"
+) -> None:
+    """Provision the environment (or update an applied one in place): plan, confirm, run with live progress."""
+    from vmplane.cli.render import show_changes, show_plan
+    from vmplane.jobs import operations
+    from vmplane.jobs.operations import Decision
+    from vmplane.jobs.service import Phase
+
+    cmd = begin(output)
+    con, settings = cmd.con, cmd.settings
+    spec = load(file)
+    where = target(spec, sandbox, con)
+    ap = operations.plan_apply(settings, spec, where)
+    if ap.decision is Decision.no_changes:
+        assert ap.job is not None
+        con.print("No changes. The environment matches the file.")
+        if cmd.json:
+            print_json(ap.job.to_json())
+        raise typer.Exit(EXIT_OK)
+    if ap.decision is Decision.refused:
+        show_changes(con, ap.changes, [])
+        reasons = "\n  ".join(ap.refusals)
+        raise UsageError(f"{len(ap.refusals)} change(s) cannot be applied in place; nothing was changed:\n  {reasons}")
+    if ap.decision is Decision.update:
+        assert ap.job is not None
+        show_changes(con, ap.changes, [])
+        confirm(con, f"Update {ap.job.org}/{ap.job.env} in place?", yes)
+        operations.begin_update(settings, ap.job, spec, ap)
+        con.print(f"\njob [bold]{ap.job.id}[/] update")
+        finish_operation(cmd, run_job(cmd, ap.job.id, Phase.operation))
+    show_plan(con, ap.plan)
+    confirm(con, "Apply this plan?", yes)
+    job_id = operations.create_or_update_job(settings, spec, where, ap)
+    con.print(f"\njob [bold]{job_id}[/]")
+    finish(cmd, run_job(cmd, job_id, Phase.provision), "succeeded")
+
+
+def destroy(
+    file: Annotated[
+        Path | None, typer.Option("--file", "-f", help="The environment file (default: ./vmplane.env.jsonc).")
+    ] = None,
+    job_ref: Annotated[
+        str | None, typer.Option("--job", help="A job id or environment name instead of a file.")
+    ] = None,
+    sandbox: SandboxOpt = False,
+    yes: YesOpt = False,
+    output: OutputOpt = "text",
+) -> None:
+    """Tear the environment down in the seed's order, leaving nothing tagged with its job."""
+    from vmplane.cli.render import show_plan
+    from vmplane.jobs import listings, operations
+    from vmplane.jobs.service import Phase
+
+    cmd = begin(output)
+    con, settings = cmd.con, cmd.settings
+    if file is not None and job_ref is not None:
+        raise UsageError("give exactly one of --file or --job")
+    if job_ref is None:
+        spec = load(file or DEFAULT_FILE)
+        found = operations.current_job_for(settings, spec)
+        if found is None:
+            con.print(f"Nothing to destroy: {spec.org}/{spec.name} has no job.")
+            if cmd.json:
+                print_json({"env": spec.name, "org": spec.org, "status": "absent"})
+            raise typer.Exit(EXIT_OK)
+        job = found
+    else:
+        job = listings.find_job(settings, job_ref)
+    if job.status.value == "deleted":
+        con.print(f"{job.id} is already deleted.")
+        if cmd.json:
+            print_json(job.to_json())
+        raise typer.Exit(EXIT_OK)
+    if job.target.sandbox != sandbox and job_ref is None:
+        where = "the sandbox" if job.target.sandbox else "a real cloud account"
+        raise UsageError(f"job {job.id} lives on {where}; {'add' if job.target.sandbox else 'drop'} --sandbox")
+    if job.target.sandbox:
+        ensure_sandbox(con)
+    show_plan(con, operations.plan_destroy(settings, job))
+    confirm(con, f"Destroy {job.org}/{job.env} ({job.id})?", yes)
+    operations.begin_destroy(settings, job.id)
+    con.print(f"\njob [bold]{job.id}[/] teardown")
+    finish(cmd, run_job(cmd, job.id, Phase.teardown), "deleted")
+
+
+def resume(
+    job_ref: Annotated[str, typer.Argument(help="Job id or environment name.")], output: OutputOpt = "text"
+) -> None:
+    """Continue an interrupted or failed job (or operation) at the step where it stopped."""
+    from vmplane.jobs import listings, operations
+    from vmplane.jobs.operations import resume_phase
+    from vmplane.jobs.service import Phase
+
+    cmd = begin(output)
+    job = listings.find_job(cmd.settings, job_ref)
+    phase = resume_phase(job)
+    if phase is None:
+        cmd.con.print(f"{job.id} is {job.status.value}; nothing to resume.")
+        finish(cmd, job, job.status.value)
+    if job.target.sandbox:
+        ensure_sandbox(cmd.con)
+    if job.status.value == "delete_failed":
+        operations.begin_destroy(cmd.settings, job.id)
+    cmd.con.print(f"resuming [bold]{job.id}[/] ({phase.value})")
+    done = run_job(cmd, job.id, phase)
+    if phase is Phase.operation:
+        finish_operation(cmd, done)
+    finish(cmd, done, "deleted" if phase is Phase.teardown else "succeeded")
+
+
+def status(
+    job_ref: Annotated[str | None, typer.Argument(help="Job id or environment name.")] = None,
+    file: Annotated[
+        Path | None,
+        typer.Option("--file", "-f", help="The environment file (default without JOB: ./vmplane.env.jsonc)."),
+    ] = None,
+    output: OutputOpt = "text",
+) -> None:
+    """Show a job: status, steps, VMs (reads vmplane's records; calls no cloud)."""
+    from vmplane.jobs import listings
+
+    cmd = begin(output)
+    if job_ref is not None and file is None:
+        job = listings.find_job(cmd.settings, job_ref)
+    else:
+        from vmplane.jobs import operations
+
+        path = file or DEFAULT_FILE
+        spec = load(path)
+        found = operations.current_job_for(cmd.settings, spec)
+        if found is None:
+            raise UsageError(f"{spec.org}/{spec.name} has no job (vmplane apply -f {path})")
+        job = found
+    if cmd.json:
+        print_json(job.to_json())
+    else:
+        from vmplane.cli.render import show_job
+
+        show_job(cmd.con, job)
+
+
+def envs(output: OutputOpt = "text", org: OrgOpt = None) -> None:
+    """The inventory: environments registered by stepRegisterSpace."""
+    from vmplane.jobs import listings
+
+    cmd = begin(output)
+    rows = listings.list_envs(cmd.settings, org)
+    if cmd.json:
+        print_json({"environments": [r.to_json() for r in rows]})
+        return
+    if not rows:
+        cmd.con.print("No environments yet (vmplane apply -f FILE).")
+        return
+    from rich.table import Table
+
+    t = Table(box=None)
+    for col in ("ORG", "NAME", "JOB", "WHERE", "VMS"):
+        t.add_column(col)
+    for r in rows:
+        ready, total = r.vms_ready
+        t.add_row(r.org, r.name, r.job, r.where, f"{ready}/{total} ready")
+    cmd.con.print(t)
+
+
+def jobs(output: OutputOpt = "text", org: OrgOpt = None) -> None:
+    """Recent provisioning jobs."""
+    from vmplane.jobs import listings
+
+    cmd = begin(output)
+    views = listings.list_jobs(cmd.settings, org)
+    if cmd.json:
+        print_json({"jobs": [v.to_json() for v in views]})
+        return
+    if not views:
+        cmd.con.print("No jobs yet.")
+        return
+    from rich.table import Table
+
+    t = Table(box=None)
+    for col in ("JOB", "ORG", "ENV", "STATUS", "STEPS", "UPDATED"):
+        t.add_column(col)
+    for v in views:
+        done = sum(1 for s in v.steps if s.status.value == "succeeded")
+        t.add_row(v.id, v.org, v.env, v.status.value, f"{done}/{len(v.steps)}", f"{v.updated_at:%Y-%m-%d %H:%M:%S}")
+    cmd.con.print(t)

@@ -1,0 +1,102 @@
+"""Operations on a provisioned environment (vmOp): lb attach/detach, scale, rotate. One shape for all."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, NoReturn
+
+import typer
+
+from vmplane.cli.common import EnvArg, OutputOpt, YesOpt, begin, confirm, ensure_sandbox, load
+from vmplane.cli.running import finish_operation, run_job
+from vmplane.errors import UsageError
+
+if TYPE_CHECKING:
+    from vmplane.jobs.operations import OperationPlan
+    from vmplane.jobs.service import JobView
+
+lb_app = typer.Typer(
+    help="Attach or detach an environment's load balancer; the VMs keep running.", no_args_is_help=True
+)
+
+
+def _operate(ref: str, build: Callable[[JobView], OperationPlan], yes: bool, output: str) -> NoReturn:
+    """Find the job, plan, confirm, record the operation, run it, report."""
+    from vmplane.cli.render import show_plan
+    from vmplane.jobs import listings, operations
+    from vmplane.jobs.service import Phase
+
+    cmd = begin(output)
+    job = listings.find_job(cmd.settings, ref)
+    op = build(job)
+    if job.target.sandbox:
+        ensure_sandbox(cmd.con)
+    show_plan(cmd.con, op.plan)
+    confirm(cmd.con, f"Run {op.kind} on {job.org}/{job.env} ({job.id})?", yes)
+    record = operations.begin_operation(cmd.settings, op)
+    cmd.con.print(f"\njob [bold]{job.id}[/] {op.kind} ({record.id})")
+    finish_operation(cmd, run_job(cmd, job.id, Phase.operation))
+
+
+# `-f` is optional here on purpose: without it the job's recorded loadBalancer block is used, so a
+# vmplane.env.jsonc that happens to be in the current directory must not be picked up silently.
+@lb_app.command("attach")
+def lb_attach(
+    env: EnvArg,
+    file: Annotated[
+        Path | None, typer.Option("--file", "-f", help="Take the loadBalancer block from this file.")
+    ] = None,
+    yes: YesOpt = False,
+    output: OutputOpt = "text",
+) -> None:
+    """Create the load balancer (the four LB steps) in front of the running VMs."""
+    from vmplane.jobs import operations
+
+    lb = None
+    if file is not None:
+        lb = load(file).load_balancer
+        if lb is None:
+            raise UsageError(f"{file} has no loadBalancer block")
+    _operate(env, lambda job: operations.plan_attach_lb(job, lb), yes, output)
+
+
+@lb_app.command("detach")
+def lb_detach(env: EnvArg, yes: YesOpt = False, output: OutputOpt = "text") -> None:
+    """Remove the load balancer, its target group, listeners, certificate and DNS record; the VMs stay."""
+    from vmplane.jobs import operations
+
+    _operate(env, operations.plan_detach_lb, yes, output)
+
+
+def scale(
+    env: EnvArg,
+    pool: Annotated[str, typer.Argument(help="Pool name.")],
+    min_size: Annotated[int | None, typer.Option("--min", help="ASG minimum size.")] = None,
+    max_size: Annotated[int | None, typer.Option("--max", help="ASG maximum size.")] = None,
+    desired: Annotated[int | None, typer.Option("--desired", help="Desired size (a Fixed pool's size).")] = None,
+    yes: YesOpt = False,
+    output: OutputOpt = "text",
+) -> None:
+    """Change a pool's sizes in place; running VMs stay (a smaller Fixed pool drops its highest-numbered VMs)."""
+    from vmplane.jobs import operations
+
+    _operate(
+        env,
+        lambda job: operations.plan_scale(job, pool, min_size=min_size, max_size=max_size, desired=desired),
+        yes,
+        output,
+    )
+
+
+def rotate(
+    env: EnvArg,
+    pool: Annotated[str | None, typer.Argument(help="Only this pool.")] = None,
+    yes: YesOpt = False,
+    output: OutputOpt = "text",
+) -> None:
+    """Replace VMs that run an outdated launch template version: Fixed pools one VM at a time (never
+    below the pool's size), ASG pools by an instance refresh."""
+    from vmplane.jobs import operations
+
+    _operate(env, lambda job: operations.plan_rotate(job, pool), yes, output)

@@ -1,0 +1,103 @@
+"""`vmplane tf`: the environment as an OpenTofu/Terraform stack, and its remote state in S3."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from vmplane.cli.common import (
+    DEFAULT_FILE,
+    FileOpt,
+    OutputOpt,
+    SandboxOpt,
+    begin,
+    ensure_sandbox,
+    load,
+    print_json,
+    sandbox_endpoint,
+)
+from vmplane.errors import UsageError
+
+tf_app = typer.Typer(
+    help="The environment as an OpenTofu/Terraform stack, its files split by the impact of a change.",
+    no_args_is_help=True,
+)
+tf_state_app = typer.Typer(help="The generated stack's remote state in S3.", no_args_is_help=True)
+tf_app.add_typer(tf_state_app, name="state")
+
+# `-o` is the output format, as on every command; the stack's directory is `--dir`/`-d`.
+DirOpt = Annotated[
+    Path | None, typer.Option("--dir", "-d", help="Directory for the stack (default: the file's directory).")
+]
+# `--out` was the directory option (with `-o`) before `-o` meant --output everywhere; kept, hidden.
+OutAliasOpt = Annotated[Path | None, typer.Option("--out", hidden=True, help="Deprecated: use --dir.")]
+TfSandboxOpt = Annotated[
+    bool, typer.Option("--sandbox", help="Also write vmplane.env.sandbox_override.tf pointing at the sandbox.")
+]
+
+
+def _tf_write(file: Path, out_dir: Path | None, out: Path | None, sandbox: bool, output: str, *, upgrade: bool) -> None:
+    from vmplane.tf.generate import PREFIX, generate, is_managed, write
+
+    cmd = begin(output)
+    if out_dir is not None and out is not None and out_dir != out:
+        raise UsageError("give --dir once (--out is its old name)")
+    spec = load(file)
+    stack = out_dir or out or file.parent
+    if upgrade and not any(is_managed(p) for p in stack.glob(f"{PREFIX}*.tf")):
+        raise UsageError(f"{stack} has no vmplane-managed files to upgrade; run `vmplane tf generate` first")
+    result = write(generate(spec, sandbox_endpoint() if sandbox else None), stack)
+    if cmd.json:
+        print_json({"dir": str(stack), **result.__dict__})
+        return
+    for name in result.written:
+        typer.echo(f"wrote {stack / name}")
+    for name in result.removed:
+        typer.echo(f"removed {stack / name} (no longer generated)")
+    typer.echo(
+        f"{len(result.written)} written, {len(result.unchanged)} unchanged, {len(result.removed)} removed; "
+        "files vmplane did not write were left alone"
+    )
+
+
+@tf_app.command("generate")
+def tf_generate(
+    file: FileOpt = DEFAULT_FILE,
+    out_dir: DirOpt = None,
+    sandbox: TfSandboxOpt = False,
+    output: OutputOpt = "text",
+    out: OutAliasOpt = None,
+) -> None:
+    """Write the managed vmplane.env.*.tf files (and the editor schema) for FILE."""
+    _tf_write(file, out_dir, out, sandbox, output, upgrade=False)
+
+
+@tf_app.command("upgrade")
+def tf_upgrade(
+    file: FileOpt = DEFAULT_FILE,
+    out_dir: DirOpt = None,
+    sandbox: TfSandboxOpt = False,
+    output: OutputOpt = "text",
+    out: OutAliasOpt = None,
+) -> None:
+    """Regenerate an existing stack's managed files with this vmplane; your own files stay untouched."""
+    _tf_write(file, out_dir, out, sandbox, output, upgrade=True)
+
+
+@tf_state_app.command("init")
+def tf_state_init(file: FileOpt = DEFAULT_FILE, sandbox: SandboxOpt = False, output: OutputOpt = "text") -> None:
+    """Create the S3 state object with a conditional put (If-None-Match: *): never overwrites one."""
+    from vmplane.tf.state import init_state_for
+
+    cmd = begin(output)
+    spec = load(file)
+    if spec.state is None:
+        raise UsageError(f'{file}: add a "state": {{"bucket": ...}} block to keep the stack\'s state in S3')
+    # StateExistsError (exit 2) and CloudError (exit 1) are reported by the CLI's one error handler.
+    loc = init_state_for(spec, ensure_sandbox(cmd.con) if sandbox else None)
+    if cmd.json:
+        print_json({"bucket": loc.bucket, "key": loc.key, "region": loc.region, "created": True})
+    else:
+        typer.echo(f"created {loc.url} (empty state; conditional put, nothing overwritten)")
