@@ -1,4 +1,4 @@
-"""clouds/aws/compute.py against moto: the VM security group and the launch templates."""
+"""clouds/aws/security_groups.py and templates.py against moto: the VM security group and the launch templates."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import base64
 
 import pytest
 
-from vmplane.clouds.aws import compute, network, preflight
+from vmplane.clouds.aws import network, preflight, security_groups, templates
 from vmplane.clouds.aws.ids import AwsInfra, aws_ids
 from vmplane.state import InfraConfig
 
@@ -57,7 +57,7 @@ def web(aws, spec):
 
 
 def test_security_group_opens_only_the_spec_ports_from_the_vpc(aws, web):
-    gid = compute.ensure_security_group(aws, web)
+    gid = security_groups.ensure_security_group(aws, web)
     group = _group(aws, gid)
     assert group["VpcId"] == web.infra.NetworkID
     assert web.infra.VMSecurityGroupID == gid
@@ -70,18 +70,18 @@ def test_security_group_opens_only_the_spec_ports_from_the_vpc(aws, web):
 
 
 def test_security_group_is_found_by_tag_not_duplicated(aws, spec, web):
-    gid = compute.ensure_security_group(aws, web)
-    assert compute.ensure_security_group(aws, web) == gid
+    gid = security_groups.ensure_security_group(aws, web)
+    assert security_groups.ensure_security_group(aws, web) == gid
     lost = make_ctx(
         web.spec, InfraConfig(NetworkID=web.infra.NetworkID, Cloud=AwsInfra(VpcCidr=aws_ids(web.infra).VpcCidr))
     )
-    assert compute.ensure_security_group(aws, lost) == gid
+    assert security_groups.ensure_security_group(aws, lost) == gid
     assert [g["GroupId"] for g in _job_groups(aws)] == [gid]
     assert len(_rules(_group(aws, gid))) == 3
 
 
 def test_stale_rules_added_by_hand_are_revoked(aws, web):
-    gid = compute.ensure_security_group(aws, web)
+    gid = security_groups.ensure_security_group(aws, web)
     aws.ec2.authorize_security_group_ingress(
         GroupId=gid,
         IpPermissions=[
@@ -91,23 +91,23 @@ def test_stale_rules_added_by_hand_are_revoked(aws, web):
         ],
     )
     assert len(_rules(_group(aws, gid))) == 6
-    compute.ensure_security_group(aws, web)
+    security_groups.ensure_security_group(aws, web)
     assert _rules(_group(aws, gid)) == {("tcp", p, p, "10.40.0.0/16") for p in (80, 443, 8080)}
 
 
 def test_changed_ports_are_reconciled_in_place(aws, web):
-    gid = compute.ensure_security_group(aws, web)
+    gid = security_groups.ensure_security_group(aws, web)
     narrowed = make_ctx(variant(web.spec, network={"ingressPorts": [443, 9443]}), web.infra)
-    assert compute.ensure_security_group(aws, narrowed) == gid
+    assert security_groups.ensure_security_group(aws, narrowed) == gid
     assert _rules(_group(aws, gid)) == {("tcp", 443, 443, "10.40.0.0/16"), ("tcp", 9443, 9443, "10.40.0.0/16")}
 
 
 def test_a_hand_added_all_traffic_rule_is_revoked(aws, web):
-    gid = compute.ensure_security_group(aws, web)
+    gid = security_groups.ensure_security_group(aws, web)
     aws.ec2.authorize_security_group_ingress(
         GroupId=gid, IpPermissions=[{"IpProtocol": "-1", "IpRanges": [{"CidrIp": "0.0.0.0/0"}]}]
     )
-    compute.ensure_security_group(aws, web)
+    security_groups.ensure_security_group(aws, web)
     assert _rules(_group(aws, gid)) == {("tcp", p, p, "10.40.0.0/16") for p in (80, 443, 8080)}
 
 
@@ -136,8 +136,8 @@ def _check_template_data(data, ctx):
 
 
 def test_launch_template_data(aws, ctx):
-    compute.ensure_security_group(aws, ctx)
-    data = compute.launch_template_data(ctx, "web")
+    security_groups.ensure_security_group(aws, ctx)
+    data = templates.launch_template_data(ctx, "web")
     _check_template_data(data, ctx)
     assert data["BlockDeviceMappings"][0]["Ebs"]["VolumeSize"] == 20
     tagged = {s["ResourceType"]: tags_of(s) for s in data["TagSpecifications"]}
@@ -149,7 +149,7 @@ def test_launch_template_data_follows_disk_size(spec):
     big = make_ctx(variant(spec, pools={"web": {"diskGb": 64}}))
     aws_ids(big.infra).Images = {"web": {"ImageID": "ami-12c6146b", "RootDeviceName": "/dev/sda1"}}
     aws_ids(big.infra).InstanceProfileArn, big.infra.VMSecurityGroupID = PROFILE_ARN, "sg-1"
-    root = compute.launch_template_data(big, "web")["BlockDeviceMappings"][0]
+    root = templates.launch_template_data(big, "web")["BlockDeviceMappings"][0]
     assert root == {
         "DeviceName": "/dev/sda1",
         "Ebs": {"VolumeSize": 64, "VolumeType": "gp3", "Encrypted": True, "DeleteOnTermination": True},
@@ -168,7 +168,7 @@ def _latest(aws, lt_id):
 
 
 def test_ensure_launch_templates_creates_one_template_as_specified(aws, ctx):
-    compute.ensure_launch_templates(aws, ctx)
+    templates.ensure_launch_templates(aws, ctx)
     (lt,) = _templates(aws)
     assert lt["LaunchTemplateName"] == LT_NAME
     assert ctx.infra.LaunchTemplateID == {"web": lt["LaunchTemplateId"]}
@@ -181,10 +181,10 @@ def test_ensure_launch_templates_creates_one_template_as_specified(aws, ctx):
 
 
 def test_ensure_launch_templates_twice_keeps_one_template_and_one_version(aws, spec, ctx):
-    compute.ensure_launch_templates(aws, ctx)
-    compute.ensure_launch_templates(aws, ctx)
+    templates.ensure_launch_templates(aws, ctx)
+    templates.ensure_launch_templates(aws, ctx)
     lost = make_ctx(spec, ctx.infra.model_copy(update={"LaunchTemplateID": {}, "LaunchTemplateVersion": {}}))
-    compute.ensure_launch_templates(aws, lost)
+    templates.ensure_launch_templates(aws, lost)
     (lt,) = _templates(aws)
     assert lt["LatestVersionNumber"] == 1
     assert lost.infra.LaunchTemplateID == ctx.infra.LaunchTemplateID
@@ -198,13 +198,13 @@ def _another_amd64_ami(aws, current):
 
 
 def test_a_new_image_is_a_new_version_of_the_same_template(aws, spec, ctx):
-    compute.ensure_launch_templates(aws, ctx)
+    templates.ensure_launch_templates(aws, ctx)
     lt_id = ctx.infra.LaunchTemplateID["web"]
     other = _another_amd64_ami(aws, aws_ids(ctx.infra).Images["web"].ImageID)
 
     moved = make_ctx(variant(spec, pools={"web": {"image": other["ImageId"]}}), ctx.infra)
     preflight.preflight(aws, moved)  # resolves the new image into aws_ids(infra).Images
-    compute.ensure_launch_templates(aws, moved)
+    templates.ensure_launch_templates(aws, moved)
 
     assert moved.infra.LaunchTemplateID == {"web": lt_id}
     assert moved.infra.LaunchTemplateVersion == {"web": 2}
@@ -215,23 +215,23 @@ def test_a_new_image_is_a_new_version_of_the_same_template(aws, spec, ctx):
     assert latest["LaunchTemplateData"]["ImageId"] == other["ImageId"]
     assert latest["LaunchTemplateData"]["BlockDeviceMappings"][0]["DeviceName"] == other["RootDeviceName"]
     # Unchanged again: no version 3.
-    compute.ensure_launch_templates(aws, moved)
+    templates.ensure_launch_templates(aws, moved)
     assert _templates(aws)[0]["LatestVersionNumber"] == 2
 
 
 def test_a_new_disk_size_is_a_new_version(aws, spec, ctx):
-    compute.ensure_launch_templates(aws, ctx)
+    templates.ensure_launch_templates(aws, ctx)
     bigger = make_ctx(variant(spec, pools={"web": {"diskGb": 40}}), ctx.infra)
-    compute.ensure_launch_templates(aws, bigger)
+    templates.ensure_launch_templates(aws, bigger)
     latest = _latest(aws, ctx.infra.LaunchTemplateID["web"])
     assert latest["LaunchTemplateData"]["BlockDeviceMappings"][0]["Ebs"]["VolumeSize"] == 40
 
 
 def test_delete_launch_templates_and_security_group(aws, ctx):
-    compute.ensure_launch_templates(aws, ctx)
+    templates.ensure_launch_templates(aws, ctx)
     gid = ctx.infra.VMSecurityGroupID
-    compute.delete_launch_templates(aws, ctx)
-    compute.delete_security_group(aws, ctx)
+    templates.delete_launch_templates(aws, ctx)
+    security_groups.delete_security_group(aws, ctx)
     assert _templates(aws) == []
     assert _job_groups(aws) == []
     assert gid not in {g["GroupId"] for g in aws.ec2.describe_security_groups()["SecurityGroups"]}

@@ -8,7 +8,7 @@ import pytest
 from botocore.stub import Stubber
 from moto import settings as moto_settings
 
-from vmplane.clouds.aws import compute, rotation
+from vmplane.clouds.aws import asg, instances, rotation
 from vmplane.clouds.aws.driver import AwsDriver
 from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.aws.session import AwsTarget
@@ -114,7 +114,7 @@ def test_a_rotation_interrupted_after_the_launch_does_not_launch_twice(aws, spec
     driver.ensure_launch_templates(ctx)
     vm = ctx.infra.VMs[0]
     # The crash: the replacement was launched, then the process died before recording it.
-    compute._run_instance(driver.aws, ctx, "web", vm.Name, vm.SubnetID, token_suffix="v2")
+    instances.run_instance(driver.aws, ctx, "web", vm.Name, vm.SubnetID, token_suffix="v2")
     assert len(_live(driver.aws)) == 3
     driver.rotate_pool(ctx, "web")
     assert len(_live(driver.aws)) == 2
@@ -176,5 +176,5 @@ def test_a_pinned_group_launches_from_its_version_and_a_refresh_moves_it_on(aws,
     driver.ensure_vms(ctx)
     group = driver.aws.autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[ctx.infra.ScalingGroupID["web"]])
     assert group["AutoScalingGroups"][0]["LaunchTemplate"]["Version"] == "1"  # not moved by the update
-    request = compute.instance_refresh_request(ctx, "web")
+    request = asg.instance_refresh_request(ctx, "web")
     assert request["DesiredConfiguration"]["LaunchTemplate"]["Version"] == "2"

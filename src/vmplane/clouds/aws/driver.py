@@ -5,7 +5,19 @@ from __future__ import annotations
 import shutil
 from typing import Any
 
-from vmplane.clouds.aws import compute, iam, inventory, lb, network, preflight, retag, rotation
+from vmplane.clouds.aws import (
+    compute,
+    iam,
+    inventory,
+    lb,
+    lb_teardown,
+    network,
+    preflight,
+    retag,
+    rotation,
+    security_groups,
+    templates,
+)
 from vmplane.clouds.aws import exec as aws_exec
 from vmplane.clouds.aws import plan as aws_plan
 from vmplane.clouds.aws.ids import aws_ids
@@ -56,7 +68,7 @@ class AwsDriver(CloudDriver):
         iam.ensure_identity(self.aws, ctx)
 
     def ensure_launch_templates(self, ctx: Context) -> None:
-        compute.ensure_launch_templates(self.aws, ctx)
+        templates.ensure_launch_templates(self.aws, ctx)
 
     def ensure_vms(self, ctx: Context) -> None:
         compute.ensure_vms(self.aws, ctx)
@@ -74,7 +86,7 @@ class AwsDriver(CloudDriver):
         lb.ensure_dns_record(self.aws, ctx)
 
     def detach_load_balancer(self, ctx: Context, *, keep_vms: bool) -> None:
-        lb.detach(self.aws, ctx, keep_vms=keep_vms)
+        lb_teardown.detach(self.aws, ctx, keep_vms=keep_vms)
 
     def rotate_pool(self, ctx: Context, pool_name: str) -> list[str]:
         return rotation.rotate_pool(self.aws, ctx, pool_name)
@@ -86,10 +98,10 @@ class AwsDriver(CloudDriver):
         compute.delete_vms(self.aws, ctx)
 
     def delete_launch_templates(self, ctx: Context) -> None:
-        compute.delete_launch_templates(self.aws, ctx)
+        templates.delete_launch_templates(self.aws, ctx)
 
     def delete_security_group(self, ctx: Context) -> None:
-        compute.delete_security_group(self.aws, ctx)
+        security_groups.delete_security_group(self.aws, ctx)
 
     def delete_identity(self, ctx: Context) -> None:
         iam.delete_identity(self.aws, ctx)

@@ -9,7 +9,7 @@ from vmplane.clouds.aws import naming
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.aws.session import AwsClients
-from vmplane.clouds.aws.tags import tag_list
+from vmplane.clouds.aws.tags import owned_by, tag_list, tag_owner
 from vmplane.clouds.base import Context
 from vmplane.clouds.errors import ConflictError, NotFoundError
 
@@ -60,17 +60,14 @@ def ensure_identity(aws: AwsClients, ctx: Context) -> None:
     ctx.log(f"role + instance profile {name} ({EXEC_POLICY_ARN.rsplit('/', 1)[1]})")
 
 
-def _owner(tags: list[dict[str, str]], ctx: Context) -> str | None:
-    return {x["Key"]: x["Value"] for x in tags}.get(ctx.tagger.job_key)
-
-
 def _owned(ctx: Context, fetch_tags: Callable[[], list[dict[str, str]]], kind: str, name: str) -> bool:
     """True if the entity exists and carries this job's tag; raise if it exists but is someone else's."""
     try:
-        owner = _owner(fetch_tags(), ctx)
+        tags = fetch_tags()
     except NotFoundError:
         return False
-    if owner != ctx.job_id:
+    if not owned_by(tags, ctx.tagger):
+        owner = tag_owner(tags, ctx.tagger)
         raise ConflictError(
             f"IAM {kind} {name} already exists and belongs to "
             f"{'job ' + owner if owner else 'something outside vmplane'}; destroy that environment first "

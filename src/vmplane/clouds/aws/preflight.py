@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from vmplane.clouds.aws import conflicts
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.ids import PoolImage, aws_ids
 from vmplane.clouds.aws.session import AwsClients
@@ -92,5 +93,6 @@ def preflight(aws: AwsClients, ctx: Context) -> None:
                 f"pools.{pool_name}.instanceType: {pool.instance_type} does not run {pool.arch.value} "
                 f"(supports {', '.join(archs[pool.instance_type])})"
             )
+    conflicts.check_names(aws, ctx)  # before any step creates something under these names
     ctx.save()
     ctx.log(f"account {aws_ids(infra).AccountID}, zones {', '.join(infra.Zones)}, images resolved")

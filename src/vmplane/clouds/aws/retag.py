@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from vmplane.clouds.aws import compute, iam, inventory, lb
+from vmplane.clouds.aws import certs, iam, inventory, lb
+from vmplane.clouds.aws.asg import job_scaling_groups
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.aws.session import AwsClients
@@ -34,7 +35,7 @@ def retag(aws: AwsClients, ctx: Context) -> int:
         if stale := _stale(tags, ctx):
             aws_call(aws.ec2.delete_tags, Resources=[rid], Tags=[{"Key": k} for k in stale])
     count = len(ids)
-    for group in compute.job_scaling_groups(aws, ctx.tagger):
+    for group in job_scaling_groups(aws, ctx.tagger):
         desc = aws_call(aws.autoscaling.describe_auto_scaling_groups, AutoScalingGroupNames=[group])
         current = desc["AutoScalingGroups"][0].get("Tags", [])
         ref: dict[str, Any] = {"ResourceId": group, "ResourceType": "auto-scaling-group"}
@@ -59,13 +60,15 @@ def retag(aws: AwsClients, ctx: Context) -> int:
             aws_call(aws.iam.untag_role, RoleName=name, TagKeys=stale)
             aws_call(aws.iam.untag_instance_profile, InstanceProfileName=name, TagKeys=stale)
         count += 2
-    for arn, tags in lb.job_elb_resources(aws, ctx.tagger):
+    elb_items = lb.job_elb_resources(aws, ctx.tagger)
+    elb_items += lb.job_listeners(aws, ctx.tagger, [a for a, _ in elb_items if ":loadbalancer/" in a])
+    for arn, tags in elb_items:
         if wanted:
             aws_call(aws.elbv2.add_tags, ResourceArns=[arn], Tags=wanted)
         if stale := _stale(tags, ctx):
             aws_call(aws.elbv2.remove_tags, ResourceArns=[arn], TagKeys=stale)
         count += 1
-    for arn, tags in lb.job_certificates(aws, ctx.tagger):
+    for arn, tags in certs.job_certificates(aws, ctx.tagger):
         if wanted:
             aws_call(aws.acm.add_tags_to_certificate, CertificateArn=arn, Tags=wanted)
         if stale := _stale(tags, ctx):

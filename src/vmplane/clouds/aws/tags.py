@@ -40,3 +40,17 @@ def find_tagged(
     """Find-by-tag: describe with `filters`, then re-check the tag filters on what came back."""
     items: list[dict[str, Any]] = aws_call(describe, Filters=filters).get(key, [])
     return [i for i in items if matches_tag_filters(i, filters)]
+
+
+TagSet = list[dict[str, str]] | dict[str, str]
+
+
+def tag_owner(tags: TagSet, tagger: Tagger) -> str | None:
+    """The job id in a tag set (the AWS `[{Key, Value}]` list or a plain dict), or None if untagged."""
+    as_dict = tags if isinstance(tags, dict) else {t["Key"]: t.get("Value", "") for t in tags}
+    return as_dict.get(tagger.job_key)
+
+
+def owned_by(tags: TagSet, tagger: Tagger) -> bool:
+    """Whether a resource with these tags belongs to the tagger's job."""
+    return tag_owner(tags, tagger) == tagger.job_id

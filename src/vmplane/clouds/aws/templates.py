@@ -1,0 +1,113 @@
+"""Launch templates, one per pool: a new version when the image, type, user-data or disk changes."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+from typing import Any
+
+from vmplane.bootstrap.cloudinit import render_user_data
+from vmplane.clouds.aws import naming
+from vmplane.clouds.aws.errors import aws_call
+from vmplane.clouds.aws.ids import aws_ids
+from vmplane.clouds.aws.security_groups import ensure_security_group
+from vmplane.clouds.aws.session import AwsClients
+from vmplane.clouds.aws.tags import find_tagged, job_filters, tag_list, tag_spec
+from vmplane.clouds.base import Context
+from vmplane.clouds.errors import NotFoundError
+
+
+def launch_template_data(ctx: Context, pool_name: str) -> dict[str, Any]:
+    spec, infra, t = ctx.spec, ctx.infra, ctx.tagger
+    pool = spec.pools[pool_name]
+    image = aws_ids(infra).Images[pool_name]
+    user_data = render_user_data(spec, pool_name)
+    return {
+        "ImageId": image.ImageID,
+        "InstanceType": pool.instance_type,
+        "IamInstanceProfile": {"Arn": aws_ids(infra).InstanceProfileArn},
+        "UserData": base64.b64encode(user_data.encode()).decode(),
+        "SecurityGroupIds": [infra.VMSecurityGroupID],
+        # IMDSv2 only; hop limit 2 so containers on the Docker bridge can still reach it.
+        "MetadataOptions": {"HttpTokens": "required", "HttpEndpoint": "enabled", "HttpPutResponseHopLimit": 2},
+        "BlockDeviceMappings": [
+            {
+                "DeviceName": image.RootDeviceName,
+                "Ebs": {
+                    "VolumeSize": pool.disk_gb,
+                    "VolumeType": "gp3",
+                    "Encrypted": True,
+                    "DeleteOnTermination": True,
+                },
+            }
+        ],
+        "TagSpecifications": [
+            {"ResourceType": "instance", "Tags": tag_list(t.tags("vm"))},
+            {"ResourceType": "volume", "Tags": tag_list(t.tags("volume"))},
+            {"ResourceType": "network-interface", "Tags": tag_list(t.tags("vm-eni"))},
+        ],
+    }
+
+
+def ensure_launch_templates(aws: AwsClients, ctx: Context) -> None:
+    ensure_security_group(aws, ctx)
+    ec2, infra, t = aws.ec2, ctx.infra, ctx.tagger
+    for pool_name in ctx.spec.pools:
+        name = naming.launch_template_name(ctx.spec, pool_name)
+        data = launch_template_data(ctx, pool_name)
+        found = aws_call(
+            ec2.describe_launch_templates,
+            Filters=[*job_filters(t, "launch-template"), {"Name": "tag:Name", "Values": [name]}],
+        )["LaunchTemplates"]
+        if not found:
+            lt = aws_call(
+                ec2.create_launch_template,
+                LaunchTemplateName=name,
+                LaunchTemplateData=data,
+                ClientToken=f"{ctx.job_id}-lt-{pool_name}"[:64],
+                TagSpecifications=tag_spec("launch-template", t.tags("launch-template", name)),
+            )["LaunchTemplate"]
+            lt_id, version = lt["LaunchTemplateId"], int(lt["LatestVersionNumber"])
+        else:
+            lt_id = found[0]["LaunchTemplateId"]
+            latest = aws_call(ec2.describe_launch_template_versions, LaunchTemplateId=lt_id, Versions=["$Latest"])
+            current = latest["LaunchTemplateVersions"][0]
+            version = int(current["VersionNumber"])
+            if _differs(current["LaunchTemplateData"], data):
+                # A changed image or user-data is a new version; running VMs are not rotated by this.
+                version = int(
+                    aws_call(ec2.create_launch_template_version, LaunchTemplateId=lt_id, LaunchTemplateData=data)[
+                        "LaunchTemplateVersion"
+                    ]["VersionNumber"]
+                )
+        infra.LaunchTemplateID = {**infra.LaunchTemplateID, pool_name: lt_id}
+        infra.LaunchTemplateVersion = {**infra.LaunchTemplateVersion, pool_name: version}
+        ctx.save()
+        ctx.log(f"launch template {name} {lt_id} v{version}")
+
+
+def _differs(current: dict[str, Any], desired: dict[str, Any]) -> bool:
+    keys = (
+        "ImageId",
+        "InstanceType",
+        "UserData",
+        "SecurityGroupIds",
+        "BlockDeviceMappings",
+        "IamInstanceProfile",
+        "MetadataOptions",
+    )
+    return any(current.get(k) != desired.get(k) for k in keys)
+
+
+# ---- teardown -------------------------------------------------------------------------------------
+
+
+def delete_launch_templates(aws: AwsClients, ctx: Context) -> None:
+    ec2 = aws.ec2
+    found = find_tagged(ec2.describe_launch_templates, "LaunchTemplates", job_filters(ctx.tagger))
+    for lt in found:
+        with contextlib.suppress(NotFoundError):
+            aws_call(ec2.delete_launch_template, LaunchTemplateId=lt["LaunchTemplateId"])
+    ctx.infra.LaunchTemplateID, ctx.infra.LaunchTemplateVersion = {}, {}
+    ctx.save()
+    ctx.log(f"deleted {len(found)} launch templates")

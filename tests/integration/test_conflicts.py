@@ -1,0 +1,63 @@
+"""The same org/env already in the account under names vmplane would create (here as the generated
+Terraform stack leaves them: same names, another owner's tag): `vmplane apply` fails at stepValidate,
+names the resource and its owner, and creates nothing. Inspection uses boto3 against the sandbox."""
+
+from __future__ import annotations
+
+import pytest
+from tests.helpers import Cli, Sandbox, write_env
+
+NAME = "itest-taken"
+DOMAIN = f"{NAME}.sandbox.vmplane.test"
+ROLE = f"vmplane-acme-{NAME}-vm"
+
+
+def _record(sb: Sandbox, action: str) -> None:
+    r53 = sb.client("route53")
+    zone = next(z["Id"] for z in r53.list_hosted_zones()["HostedZones"] if z["Name"] == "sandbox.vmplane.test.")
+    rrset = {"Name": DOMAIN, "Type": "A", "TTL": 60, "ResourceRecords": [{"Value": "192.0.2.10"}]}
+    r53.change_resource_record_sets(
+        HostedZoneId=zone, ChangeBatch={"Changes": [{"Action": action, "ResourceRecordSet": rrset}]}
+    )
+
+
+def _created_anything(sb: Sandbox, job_id: str) -> list[str]:
+    ec2 = sb.client("ec2")
+    out = []
+    for key, value in (("zop:jobId", job_id), ("zop:env", NAME)):
+        f = [{"Name": f"tag:{key}", "Values": [value]}]
+        out += [v["VpcId"] for v in ec2.describe_vpcs(Filters=f)["Vpcs"]]
+        out += [s["SubnetId"] for s in ec2.describe_subnets(Filters=f)["Subnets"]]
+        out += [a["AllocationId"] for a in ec2.describe_addresses(Filters=f)["Addresses"]]
+    return out
+
+
+@pytest.mark.sandbox
+def test_taken_names_fail_apply_at_stepvalidate_and_nothing_is_created(cli: Cli, sandbox: Sandbox, tmp_path) -> None:
+    env_file = write_env(tmp_path, NAME, example="web.jsonc")
+    iam = sandbox.client("iam")
+    iam.create_role(
+        RoleName=ROLE, AssumeRolePolicyDocument="{}", Tags=[{"Key": "zop:jobId", "Value": "tf-stack-itest"}]
+    )
+    _record(sandbox, "CREATE")
+    job_id = None
+    try:
+        failed = cli.json("apply", "-f", str(env_file), "--sandbox", "--yes", expect=1)
+        job_id = failed["id"]
+        assert failed["error"].startswith("stepValidate: "), failed["error"]
+        assert f"IAM role {ROLE} already exists and belongs to job tf-stack-itest" in failed["error"]
+        assert _created_anything(sandbox, job_id) == []
+
+        # The role gone, the hand-made DNS record at the domain is the next conflict, named by its field.
+        iam.delete_role(RoleName=ROLE)
+        failed = cli.json("apply", "-f", str(env_file), "--sandbox", "--yes", expect=1)
+        assert failed["id"] == job_id
+        assert failed["error"].startswith("stepValidate: loadBalancer.domain: "), failed["error"]
+        assert f"A record for {DOMAIN} that this job did not write" in failed["error"]
+        assert _created_anything(sandbox, job_id) == []
+    finally:
+        _record(sandbox, "DELETE")
+        if any(r["RoleName"] == ROLE for r in iam.list_roles()["Roles"]):
+            iam.delete_role(RoleName=ROLE)
+        if job_id:
+            assert cli.json("destroy", "--job", job_id, "--sandbox", "--yes")["status"] == "deleted"
