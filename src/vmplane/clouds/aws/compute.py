@@ -5,11 +5,12 @@ from __future__ import annotations
 import base64
 import contextlib
 import time
+from functools import partial
 from typing import Any
 
 from vmplane.bootstrap.cloudinit import SENTINEL_CHECK_COMMAND, render_user_data
+from vmplane.clouds.aws import deletes, naming, targets
 from vmplane.clouds.aws import exec as aws_exec
-from vmplane.clouds.aws import naming, targets
 from vmplane.clouds.aws.errors import aws_call, aws_errors
 from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.aws.session import AwsClients
@@ -18,7 +19,6 @@ from vmplane.clouds.base import Context, Tagger
 from vmplane.clouds.errors import (
     ConflictError,
     DeadlineExceededError,
-    DependencyViolationError,
     InvalidRequestError,
     NotFoundError,
     TransientError,
@@ -580,18 +580,17 @@ def _terminate(aws: AwsClients, ids: list[str]) -> None:
 def delete_vms(aws: AwsClients, ctx: Context) -> None:
     ec2, asg, t = aws.ec2, aws.autoscaling, ctx.tagger
     # ASG pools: min=max=desired=0 first (the seed's order), then delete.
+    # A recorded group may be gone already (a crash right after DeleteAutoScalingGroup): NotFound is done.
     for name in _job_asg_names(aws, ctx):
-        try:
-            aws_call(asg.update_auto_scaling_group, AutoScalingGroupName=name, MinSize=0, MaxSize=0, DesiredCapacity=0)
-            aws_call(asg.delete_auto_scaling_group, AutoScalingGroupName=name, ForceDelete=True)
-        except NotFoundError:
-            pass
+        drain = partial(
+            aws_call, asg.update_auto_scaling_group, AutoScalingGroupName=name, MinSize=0, MaxSize=0, DesiredCapacity=0
+        )
+        if deletes.delete(drain, what=f"scale {name} to 0"):
+            # ScalingActivityInProgress/ResourceInUse while the scale-in starts: retried as in use.
+            drop = partial(aws_call, asg.delete_auto_scaling_group, AutoScalingGroupName=name, ForceDelete=True)
+            deletes.delete(drop, what=f"delete {name}")
         poll(
-            lambda n=name: (
-                True
-                if not aws_call(asg.describe_auto_scaling_groups, AutoScalingGroupNames=[n])["AutoScalingGroups"]
-                else None
-            ),
+            partial(_asg_gone, aws, name),
             what=f"auto scaling group {name} deletion",
             timeout=TEARDOWN_TIMEOUT,
             first=0.1,
@@ -621,6 +620,11 @@ def delete_vms(aws: AwsClients, ctx: Context) -> None:
     ctx.log(f"terminated {len(ids)} instances")
 
 
+def _asg_gone(aws: AwsClients, name: str) -> bool | None:
+    groups = aws_call(aws.autoscaling.describe_auto_scaling_groups, AutoScalingGroupNames=[name])["AutoScalingGroups"]
+    return True if not groups else None
+
+
 def _job_asg_names(aws: AwsClients, ctx: Context) -> list[str]:
     return sorted(set(ctx.infra.ScalingGroupID.values()) | set(job_scaling_groups(aws, ctx.tagger)))
 
@@ -642,8 +646,8 @@ def delete_launch_templates(aws: AwsClients, ctx: Context) -> None:
     ec2 = aws.ec2
     found = find_tagged(ec2.describe_launch_templates, "LaunchTemplates", job_filters(ctx.tagger))
     for lt in found:
-        with contextlib.suppress(NotFoundError):
-            aws_call(ec2.delete_launch_template, LaunchTemplateId=lt["LaunchTemplateId"])
+        lt_id = lt["LaunchTemplateId"]
+        deletes.delete(partial(aws_call, ec2.delete_launch_template, LaunchTemplateId=lt_id), what=f"delete {lt_id}")
     ctx.infra.LaunchTemplateID, ctx.infra.LaunchTemplateVersion = {}, {}
     ctx.save()
     ctx.log(f"deleted {len(found)} launch templates")
@@ -657,13 +661,9 @@ def delete_security_group(aws: AwsClients, ctx: Context) -> None:
         if g["GroupName"] != "default"  # the VPC's own group goes with the VPC
     ]
     for sg in groups:
-
-        def delete(gid: str = sg["GroupId"]) -> None:
-            with contextlib.suppress(NotFoundError):
-                aws_call(ec2.delete_security_group, GroupId=gid)
-
         # Interfaces of terminated instances release the group a little later: DependencyViolation till then.
-        retry(delete, what=f"delete {sg['GroupId']}", timeout=TEARDOWN_TIMEOUT, retry_on=(DependencyViolationError,))
+        gid = sg["GroupId"]
+        deletes.delete(partial(aws_call, ec2.delete_security_group, GroupId=gid), what=f"delete {gid}")
     ctx.infra.VMSecurityGroupID = None
     ctx.save()
     ctx.log(f"deleted {len(groups)} security groups")
