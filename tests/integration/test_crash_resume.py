@@ -1,8 +1,9 @@
 """Crash safety: SIGKILL a real `vmplane` process right after a cloud create returns and before the
 step's checkpoint, then resume. The job must continue at the interrupted step and create no duplicate.
 
-The process is paused at the exact point by `VMPLANE_FAULT_PAUSE_AFTER=<Operation>` (clouds/aws/session.py:
-after that API call succeeds it writes a marker file and sleeps), so the kill is deterministic.
+The process is paused at the exact point by the test hook `VMPLANE_TEST_HANG_AFTER_CALL=<Operation>[#N]`
+(clouds/aws/session.py: after the first, or Nth, call of that operation returns it writes a marker file
+and sleeps), so the kill is deterministic.
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ import pytest
 from tests.helpers import Cli, Sandbox, write_env
 from tests.integration.test_apply_destroy import job_resources
 
+from vmplane.clouds.aws.session import FAULT_PAUSE_ENV
+
 
 def kill_after(cli: Cli, operation: str, *args: str) -> None:
     marker = cli.home / "fault-paused"
     marker.unlink(missing_ok=True)
-    proc = cli.popen(*args, extra_env={"VMPLANE_FAULT_PAUSE_AFTER": operation})
+    proc = cli.popen(*args, extra_env={FAULT_PAUSE_ENV: operation})
     deadline = time.monotonic() + 120
     while not marker.exists():
         if proc.poll() is not None:

@@ -117,7 +117,7 @@ def test_a_killed_worker_s_job_is_finished_by_another(cluster: tuple[Cluster, ht
     c, api = cluster
     # Worker A pauses right after RunInstances returns (before the checkpoint) and is killed there.
     a = c.spawn(
-        "worker-a", "worker", "--heartbeat", "0.5", "--dead-after", "3", VMPLANE_FAULT_PAUSE_AFTER="RunInstances"
+        "worker-a", "worker", "--heartbeat", "0.5", "--dead-after", "3", VMPLANE_TEST_HANG_AFTER_CALL="RunInstances"
     )
     r = api.post("/provisioning-jobs", params={"sandbox": "true"}, json=spec_doc("pg-failover", example="fixed.jsonc"))
     assert r.status_code == 201, r.text

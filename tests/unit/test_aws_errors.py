@@ -104,3 +104,47 @@ def test_missing_credentials_is_an_auth_error():
 
     with pytest.raises(e.AuthError, match="no AWS credentials"):
         aws_call(fail)
+
+
+@pytest.mark.parametrize(
+    ("code", "message", "operation", "cls"),
+    [
+        # Auto Scaling reports a missing group only in the message (B: a crash after DeleteAutoScalingGroup).
+        ("ValidationError", "AutoScalingGroup name not found - null", "UpdateAutoScalingGroup", e.NotFoundError),
+        ("ValidationError", "Max bound, 1, must be >= min bound, 2", "UpdateAutoScalingGroup", e.InvalidRequestError),
+        (
+            "InvalidChangeBatch",
+            "Tried to delete resource record set [name='a.example.', type='A'] but it was not found",
+            "ChangeResourceRecordSets",
+            e.NotFoundError,
+        ),
+        (
+            "InvalidChangeBatch",
+            "RRSet of type CNAME with DNS name a. is not permitted",
+            "ChangeResourceRecordSets",
+            e.InvalidRequestError,
+        ),
+        # "In use" in every service's spelling is one class, retried by teardowns (D).
+        (
+            "ResourceInUse",
+            "Target group is currently in use by a listener",
+            "DeleteTargetGroup",
+            e.DependencyViolationError,
+        ),
+        ("ResourceInUseException", "Certificate is in use", "DeleteCertificate", e.DependencyViolationError),
+        ("InvalidIPAddress.InUse", "Address is in use", "ReleaseAddress", e.DependencyViolationError),
+        ("ScalingActivityInProgress", "activity in progress", "DeleteAutoScalingGroup", e.DependencyViolationError),
+        # SSM: an agent not registered yet (still booting), an invocation not visible yet.
+        ("InvalidInstanceId", "Instances not in a valid state", "SendCommand", e.TransientError),
+        ("InvocationDoesNotExist", "", "GetCommandInvocation", e.NotFoundError),
+    ],
+)
+def test_translate_classifies_service_specific_spellings(code, message, operation, cls):
+    err = translate(client_error(code, message=message, operation=operation))
+    assert type(err) is cls
+    assert err.code == code and err.operation == operation
+
+
+def test_in_use_is_not_a_conflict():
+    # Callers retry DependencyViolationError; a ConflictError (already exists) must never be retried.
+    assert not isinstance(translate(client_error("ResourceInUse")), e.ConflictError)

@@ -384,3 +384,30 @@ def test_the_vpcs_default_security_group_is_emptied(aws, built):
     group = aws.ec2.describe_security_groups(Filters=f)["SecurityGroups"][0]
     assert group["IpPermissions"] == [] and group["IpPermissionsEgress"] == []
     assert tags_of(group)["zop:jobId"] == JOB_ID
+
+
+class _Crash(BaseException):
+    """Stands in for kill -9: nothing after it runs (not an Exception, so no handler swallows it)."""
+
+
+def test_a_crash_right_after_modify_vpc_attribute_converges_on_resume(aws, spec):
+    # The VPC id is checkpointed before ModifyVpcAttribute; crash right after the call returns.
+    ctx = network_ctx(spec)
+
+    def crash(model, **_):
+        if model.name == "ModifyVpcAttribute":
+            raise _Crash
+
+    aws.ec2.meta.events.register("after-call.ec2.ModifyVpcAttribute", crash)
+    with pytest.raises(_Crash):
+        network.ensure_network(aws, ctx)
+    aws.ec2.meta.events.unregister("after-call.ec2.ModifyVpcAttribute", crash)
+    assert ctx.infra.NetworkID  # the resume starts from the saved record
+
+    network.ensure_network(aws, ctx)
+    vpc = [{"Name": "vpc-id", "Values": [ctx.infra.NetworkID]}]
+    group = aws.ec2.describe_security_groups(Filters=[*vpc, {"Name": "group-name", "Values": ["default"]}])
+    assert group["SecurityGroups"][0]["IpPermissionsEgress"] == []  # as a clean run leaves it
+    assert tags_of(group["SecurityGroups"][0])["zop:jobId"] == JOB_ID
+    for attr, key in (("enableDnsSupport", "EnableDnsSupport"), ("enableDnsHostnames", "EnableDnsHostnames")):
+        assert aws.ec2.describe_vpc_attribute(VpcId=ctx.infra.NetworkID, Attribute=attr)[key]["Value"] is True

@@ -24,9 +24,10 @@ def poll(
     first: float = 0.05,
     factor: float = 1.6,
     cap: float = 5.0,
-    sleep: Callable[[float], None] = time.sleep,
+    sleep: Callable[[float], None] | None = None,
 ) -> T:
     """Call `check` until it returns something other than None, or raise at the deadline."""
+    sleep = sleep or time.sleep  # looked up per call, so a test's fake clock reaches every wait
     deadline = time.monotonic() + timeout
     delay = first
     while True:
@@ -48,9 +49,10 @@ def retry(
     retry_on: tuple[type[CloudError], ...] = (),
     first: float = 0.1,
     cap: float = 5.0,
-    sleep: Callable[[float], None] = time.sleep,
+    sleep: Callable[[float], None] | None = None,
 ) -> T:
     """Run `call`, retrying retryable CloudErrors (and `retry_on`) with jittered backoff until the deadline."""
+    sleep = sleep or time.sleep
     deadline = time.monotonic() + timeout
     delay = first
     while True:

@@ -4,17 +4,18 @@ as is. Only certificates vmplane requested are deleted."""
 
 from __future__ import annotations
 
-import contextlib
 import secrets
+from functools import partial
 
 from vmplane.clouds.aws import dns
+from vmplane.clouds.aws.deletes import delete
 from vmplane.clouds.aws.errors import aws_call, aws_errors
 from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.aws.tags import tag_list
 from vmplane.clouds.base import Context, Tagger
-from vmplane.clouds.errors import ConflictError, InvalidRequestError, NotFoundError
-from vmplane.clouds.waits import poll, retry
+from vmplane.clouds.errors import InvalidRequestError
+from vmplane.clouds.waits import poll
 
 CERT_TIMEOUT = 1800.0  # DNS validation usually takes minutes; ACM gives up after 72 h
 DELETE_TIMEOUT = 600.0
@@ -87,16 +88,16 @@ def wait_issued(aws: AwsClients, arn: str) -> None:
 def delete_job_certificates(aws: AwsClients, ctx: Context) -> None:
     infra = ctx.infra
     arns = {a for a, _ in job_certificates(aws, ctx.tagger)}
-    if aws_ids(infra).CertificateArn and aws_ids(infra).CertificateRequested:
-        arns.add(aws_ids(infra).CertificateArn)
+    recorded = aws_ids(infra).CertificateArn
+    if recorded and aws_ids(infra).CertificateRequested:
+        arns.add(recorded)
     for arn in sorted(arns):
-
-        def delete(a: str = arn) -> None:
-            with contextlib.suppress(NotFoundError):
-                aws_call(aws.acm.delete_certificate, CertificateArn=a)
-
-        # ACM says "in use" for a while after the listener that used it is gone.
-        retry(delete, what=f"delete certificate {arn}", timeout=DELETE_TIMEOUT, retry_on=(ConflictError,))
+        # ACM says "in use" (ResourceInUseException) for a while after the listener that used it is gone.
+        delete(
+            partial(aws_call, aws.acm.delete_certificate, CertificateArn=arn),
+            what=f"delete certificate {arn}",
+            timeout=DELETE_TIMEOUT,
+        )
     aws_ids(infra).CertificateArn, aws_ids(infra).CertificateRequested, aws_ids(infra).CertificateRequestToken = (
         None,
         False,

@@ -7,6 +7,9 @@ from here.
 
 from __future__ import annotations
 
+from functools import partial
+
+from vmplane.clouds.aws import deletes
 from vmplane.clouds.aws.asg import ensure_asg_pool, job_scaling_groups
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.instances import (
@@ -19,7 +22,6 @@ from vmplane.clouds.aws.instances import (
 from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.aws.tags import job_filters
 from vmplane.clouds.base import Context
-from vmplane.clouds.errors import NotFoundError
 from vmplane.clouds.waits import poll
 from vmplane.envspec.models import FixedPool
 from vmplane.state import VMState
@@ -42,19 +44,18 @@ def ensure_vms(aws: AwsClients, ctx: Context) -> None:
 
 def delete_vms(aws: AwsClients, ctx: Context) -> None:
     ec2, asg, t = aws.ec2, aws.autoscaling, ctx.tagger
-    # ASG pools: min=max=desired=0 first (the seed's order), then delete.
+    # ASG pools: min=max=desired=0 first (teardown order: no new instances while they go), then delete.
+    # A recorded group may be gone already (a crash right after DeleteAutoScalingGroup): NotFound is done.
     for name in _job_asg_names(aws, ctx):
-        try:
-            aws_call(asg.update_auto_scaling_group, AutoScalingGroupName=name, MinSize=0, MaxSize=0, DesiredCapacity=0)
-            aws_call(asg.delete_auto_scaling_group, AutoScalingGroupName=name, ForceDelete=True)
-        except NotFoundError:
-            pass
+        drain = partial(
+            aws_call, asg.update_auto_scaling_group, AutoScalingGroupName=name, MinSize=0, MaxSize=0, DesiredCapacity=0
+        )
+        if deletes.delete(drain, what=f"scale {name} to 0"):
+            # ScalingActivityInProgress/ResourceInUse while the scale-in starts: retried as in use.
+            drop = partial(aws_call, asg.delete_auto_scaling_group, AutoScalingGroupName=name, ForceDelete=True)
+            deletes.delete(drop, what=f"delete {name}")
         poll(
-            lambda n=name: (  # type: ignore[misc]  # mypy cannot infer a lambda with a default
-                True
-                if not aws_call(asg.describe_auto_scaling_groups, AutoScalingGroupNames=[n])["AutoScalingGroups"]
-                else None
-            ),
+            partial(_asg_gone, aws, name),
             what=f"auto scaling group {name} deletion",
             timeout=TEARDOWN_TIMEOUT,
             first=0.1,
@@ -82,6 +83,11 @@ def delete_vms(aws: AwsClients, ctx: Context) -> None:
     ctx.infra.VMs = []
     ctx.save()
     ctx.log(f"terminated {len(ids)} instances")
+
+
+def _asg_gone(aws: AwsClients, name: str) -> bool | None:
+    groups = aws_call(aws.autoscaling.describe_auto_scaling_groups, AutoScalingGroupNames=[name])["AutoScalingGroups"]
+    return True if not groups else None
 
 
 def _job_asg_names(aws: AwsClients, ctx: Context) -> list[str]:

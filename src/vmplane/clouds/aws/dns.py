@@ -89,8 +89,6 @@ def delete_record(aws: AwsClients, rec: DnsRecord) -> None:
             HostedZoneId=rec.ZoneID,
             ChangeBatch={"Changes": [{"Action": "DELETE", "ResourceRecordSet": current}]},
         )["ChangeInfo"]
-    except InvalidRequestError as err:
-        if "not found" in str(err).lower():  # deleted between our read and our change
-            return
-        raise
+    except NotFoundError:  # deleted between our read and our change (translate classifies it)
+        return
     wait_insync(aws, change["Id"])

@@ -10,7 +10,7 @@ from __future__ import annotations
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.base import CommandResult, CommandStatus
-from vmplane.clouds.errors import CloudError, InvalidRequestError, TransientError
+from vmplane.clouds.errors import NotFoundError
 from vmplane.clouds.waits import poll
 
 DOCUMENT = "AWS-RunShellScript"
@@ -35,22 +35,18 @@ BATCH = 50  # SendCommand accepts at most 50 instance ids
 
 def send(aws: AwsClients, instance_ids: list[str], commands: list[str], *, comment: str, timeout_s: int = 60) -> str:
     """Send one shell script to instances; returns the command id."""
-    try:
-        return str(
-            aws_call(
-                aws.ssm.send_command,
-                InstanceIds=instance_ids,
-                DocumentName=DOCUMENT,
-                Comment=comment[:100],
-                TimeoutSeconds=max(30, timeout_s),
-                Parameters={"commands": commands, "executionTimeout": [str(timeout_s)]},
-            )["Command"]["CommandId"]
-        )
-    except InvalidRequestError as err:
-        # An instance whose SSM agent has not registered yet is "InvalidInstanceId": still booting.
-        if err.code == "InvalidInstanceId":
-            raise TransientError(str(err), code=err.code, operation=err.operation) from err
-        raise
+    # An instance whose SSM agent has not registered yet answers InvalidInstanceId: still booting, so
+    # translate makes it a TransientError and callers wait and send again.
+    return str(
+        aws_call(
+            aws.ssm.send_command,
+            InstanceIds=instance_ids,
+            DocumentName=DOCUMENT,
+            Comment=comment[:100],
+            TimeoutSeconds=max(30, timeout_s),
+            Parameters={"commands": commands, "executionTimeout": [str(timeout_s)]},
+        )["Command"]["CommandId"]
+    )
 
 
 def results(aws: AwsClients, command_id: str, instance_ids: list[str], *, timeout: float) -> list[CommandResult]:
@@ -63,10 +59,8 @@ def results(aws: AwsClients, command_id: str, instance_ids: list[str], *, timeou
                 continue
             try:
                 inv = aws_call(aws.ssm.get_command_invocation, CommandId=command_id, InstanceId=iid)
-            except CloudError as err:
-                if err.code == "InvocationDoesNotExist":  # not yet visible: eventual consistency
-                    continue
-                raise
+            except NotFoundError:  # InvocationDoesNotExist: not yet visible (eventual consistency)
+                continue
             if inv["Status"] in TERMINAL:
                 out[iid] = CommandResult(
                     instance_id=iid,

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from functools import partial
 
-from vmplane.clouds.aws import naming
+from vmplane.clouds.aws import deletes, naming
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.aws.session import AwsClients
@@ -95,16 +96,24 @@ def _check_ours(aws: AwsClients, ctx: Context, name: str) -> None:
 def delete_identity(aws: AwsClients, ctx: Context) -> None:
     iam = aws.iam
     name = aws_ids(ctx.infra).RoleName or role_name(ctx)
+
+    def gone(call: Callable[..., object], what: str, **kwargs: str) -> None:
+        # A crash between two of these calls leaves the rest to do: each part already gone is done.
+        deletes.delete(partial(aws_call, call, **kwargs), what=what)
+
     if _owned(ctx, profile_tags(aws, name), "instance profile", name):
         profile = aws_call(iam.get_instance_profile, InstanceProfileName=name)["InstanceProfile"]
         for r in profile.get("Roles", []):
-            aws_call(iam.remove_role_from_instance_profile, InstanceProfileName=name, RoleName=r["RoleName"])
-        aws_call(iam.delete_instance_profile, InstanceProfileName=name)
+            role = r["RoleName"]
+            gone(iam.remove_role_from_instance_profile, f"detach {role}", InstanceProfileName=name, RoleName=role)
+        gone(iam.delete_instance_profile, f"delete instance profile {name}", InstanceProfileName=name)
     if _owned(ctx, role_tags(aws, name), "role", name):
         for p in aws_call(iam.list_attached_role_policies, RoleName=name)["AttachedPolicies"]:
-            aws_call(iam.detach_role_policy, RoleName=name, PolicyArn=p["PolicyArn"])
+            arn = p["PolicyArn"]
+            gone(iam.detach_role_policy, f"detach {arn}", RoleName=name, PolicyArn=arn)
         for pol in aws_call(iam.list_role_policies, RoleName=name)["PolicyNames"]:
-            aws_call(iam.delete_role_policy, RoleName=name, PolicyName=pol)
-        aws_call(iam.delete_role, RoleName=name)
+            gone(iam.delete_role_policy, f"delete policy {pol}", RoleName=name, PolicyName=pol)
+        # DeleteConflict while the profile still holds the role (eventual consistency): retried.
+        gone(iam.delete_role, f"delete role {name}", RoleName=name)
     aws_ids(ctx.infra).RoleName = aws_ids(ctx.infra).InstanceProfileName = aws_ids(ctx.infra).InstanceProfileArn = None
     ctx.save()

@@ -5,8 +5,9 @@ group's rules that referenced it), the validation records and the certificate. T
 from __future__ import annotations
 
 import contextlib
+from functools import partial
 
-from vmplane.clouds.aws import certs, dns, lb
+from vmplane.clouds.aws import certs, deletes, dns, lb
 from vmplane.clouds.aws.asg import job_scaling_groups
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.ids import aws_ids
@@ -14,8 +15,8 @@ from vmplane.clouds.aws.security_groups import ensure_security_group, revoke_pai
 from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.aws.tags import find_tagged, job_filters
 from vmplane.clouds.base import Context
-from vmplane.clouds.errors import ConflictError, DependencyViolationError, InvalidRequestError, NotFoundError
-from vmplane.clouds.waits import poll, retry
+from vmplane.clouds.errors import InvalidRequestError, NotFoundError
+from vmplane.clouds.waits import poll
 from vmplane.state import InfraConfig
 
 GONE_TIMEOUT = 600.0
@@ -41,8 +42,8 @@ def detach(aws: AwsClients, ctx: Context, *, keep_vms: bool) -> None:
     tgs = [a for a in arns if ":targetgroup/" in a]
     for arn in lbs:
         for listener in aws_call(aws.elbv2.describe_listeners, LoadBalancerArn=arn)["Listeners"]:
-            with contextlib.suppress(NotFoundError):
-                aws_call(aws.elbv2.delete_listener, ListenerArn=listener["ListenerArn"])
+            la = listener["ListenerArn"]
+            deletes.delete(partial(aws_call, aws.elbv2.delete_listener, ListenerArn=la), what=f"delete {la}")
     aws_ids(infra).ListenerArns = []
     ctx.save()
     for group in job_scaling_groups(aws, t):
@@ -52,8 +53,7 @@ def detach(aws: AwsClients, ctx: Context, *, keep_vms: bool) -> None:
                     aws.autoscaling.detach_load_balancer_target_groups, AutoScalingGroupName=group, TargetGroupARNs=[tg]
                 )
     for arn in lbs:
-        with contextlib.suppress(NotFoundError):
-            aws_call(aws.elbv2.delete_load_balancer, LoadBalancerArn=arn)
+        deletes.delete(partial(aws_call, aws.elbv2.delete_load_balancer, LoadBalancerArn=arn), what=f"delete {arn}")
     for arn in lbs:
 
         def gone(a: str = arn) -> bool | None:
@@ -65,13 +65,8 @@ def detach(aws: AwsClients, ctx: Context, *, keep_vms: bool) -> None:
     ).LoadBalancerName = None
     ctx.save()
     for tg in tgs:
-
-        def delete_tg(a: str = tg) -> None:
-            with contextlib.suppress(NotFoundError):
-                aws_call(aws.elbv2.delete_target_group, TargetGroupArn=a)
-
         # "ResourceInUse" until the LB and the groups' attachments are gone.
-        retry(delete_tg, what=f"delete {tg}", timeout=GONE_TIMEOUT, retry_on=(ConflictError,))
+        deletes.delete(partial(aws_call, aws.elbv2.delete_target_group, TargetGroupArn=tg), what=f"delete {tg}")
     aws_ids(infra).TargetGroupArn = None
     lb_sgs = [
         g["GroupId"] for g in find_tagged(aws.ec2.describe_security_groups, "SecurityGroups", job_filters(t, "lb-sg"))
@@ -80,13 +75,8 @@ def detach(aws: AwsClients, ctx: Context, *, keep_vms: bool) -> None:
     ctx.save()
     _drop_vm_ingress_from(aws, ctx, lb_sgs, restore=keep_vms)
     for gid in lb_sgs:
-
-        def delete_sg(g: str = gid) -> None:
-            with contextlib.suppress(NotFoundError):
-                aws_call(aws.ec2.delete_security_group, GroupId=g)
-
         # The ALB's network interfaces release the group a little after the ALB is gone.
-        retry(delete_sg, what=f"delete {gid}", timeout=GONE_TIMEOUT, retry_on=(DependencyViolationError,))
+        deletes.delete(partial(aws_call, aws.ec2.delete_security_group, GroupId=gid), what=f"delete {gid}")
     for rec in list(aws_ids(infra).DNSRecords):  # the certificate's validation records
         dns.delete_record(aws, rec)
         aws_ids(infra).DNSRecords = [r for r in aws_ids(infra).DNSRecords if r != rec]

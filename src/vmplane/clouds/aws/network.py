@@ -5,19 +5,19 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import math
-from collections.abc import Callable
+from functools import partial
 
 from vmplane.clouds.aws import naming
+from vmplane.clouds.aws.deletes import delete
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.aws.tags import find_tagged, job_filters, tag_list, tag_spec
 from vmplane.clouds.base import Context
-from vmplane.clouds.errors import ConflictError, DependencyViolationError, InvalidRequestError, NotFoundError
-from vmplane.clouds.waits import poll, retry
+from vmplane.clouds.errors import ConflictError, InvalidRequestError, NotFoundError
+from vmplane.clouds.waits import poll
 
 NAT_TIMEOUT = 600.0
-TEARDOWN_TIMEOUT = 900.0
 LIVE_NAT_STATES = ["pending", "available"]
 
 
@@ -51,11 +51,10 @@ def ensure_network(aws: AwsClients, ctx: Context) -> None:
             infra.NetworkID = vpc["Vpc"]["VpcId"]
         aws_ids(infra).VpcCidr, infra.NetworkCreated = net.cidr, True
         ctx.save()
-        # Private DNS names are needed by the SSM agent and most workloads.
-        aws_call(ec2.modify_vpc_attribute, VpcId=infra.NetworkID, EnableDnsSupport={"Value": True})
-        aws_call(ec2.modify_vpc_attribute, VpcId=infra.NetworkID, EnableDnsHostnames={"Value": True})
-        _tag_vpc_defaults(aws, ctx)
         ctx.log(f"vpc {infra.NetworkID} ({net.cidr})")
+    # Outside the create branch on purpose: the VPC id is saved before these calls, so a crash between
+    # them must not leave DNS off or the default group open on resume. Each call is idempotent.
+    _configure_vpc(aws, ctx)
 
     if not aws_ids(infra).InternetGatewayID:
         found = find_tagged(ec2.describe_internet_gateways, "InternetGateways", job_filters(t, "igw"))
@@ -86,7 +85,7 @@ def ensure_network(aws: AwsClients, ctx: Context) -> None:
 
     if not aws_ids(infra).PublicRouteTableID:
         aws_ids(infra).PublicRouteTableID = _ensure_route_table(
-            aws, ctx, "rt-public", aws_ids(infra).PublicSubnetIDs, {"GatewayId": aws_ids(infra).InternetGatewayID}
+            aws, ctx, "rt-public", aws_ids(infra).PublicSubnetIDs, {"GatewayId": str(aws_ids(infra).InternetGatewayID)}
         )
         ctx.save()
     if not aws_ids(infra).PrivateRouteTableID:
@@ -94,6 +93,14 @@ def ensure_network(aws: AwsClients, ctx: Context) -> None:
             aws, ctx, "rt-private", infra.VMSubnetIDs, {"NatGatewayId": aws_ids(infra).NatGatewayIDs[0]}
         )
         ctx.save()
+
+
+def _configure_vpc(aws: AwsClients, ctx: Context) -> None:
+    vpc_id = ctx.infra.NetworkID
+    # Private DNS names are needed by the SSM agent and most workloads.
+    aws_call(aws.ec2.modify_vpc_attribute, VpcId=vpc_id, EnableDnsSupport={"Value": True})
+    aws_call(aws.ec2.modify_vpc_attribute, VpcId=vpc_id, EnableDnsHostnames={"Value": True})
+    _tag_vpc_defaults(aws, ctx)
 
 
 def _tag_vpc_defaults(aws: AwsClients, ctx: Context) -> None:
@@ -221,7 +228,7 @@ def _ensure_nat(aws: AwsClients, ctx: Context) -> str:
 
     poll(available, what=f"NAT gateway {nat_id}", timeout=NAT_TIMEOUT, first=0.1, cap=10)
     ctx.log(f"nat {nat_id}")
-    return nat_id
+    return str(nat_id)
 
 
 def _ensure_route_table(aws: AwsClients, ctx: Context, role: str, subnet_ids: list[str], target: dict[str, str]) -> str:
@@ -244,7 +251,7 @@ def _ensure_route_table(aws: AwsClients, ctx: Context, role: str, subnet_ids: li
     for subnet_id in subnet_ids:
         if subnet_id not in associated:
             aws_call(ec2.associate_route_table, RouteTableId=rt_id, SubnetId=subnet_id)
-    return rt_id
+    return str(rt_id)
 
 
 def delete_network(aws: AwsClients, ctx: Context) -> None:
@@ -258,7 +265,7 @@ def delete_network(aws: AwsClients, ctx: Context) -> None:
         ec2.describe_nat_gateways, "NatGateways", [*job_filters(t), {"Name": "state", "Values": LIVE_NAT_STATES}]
     )
     for nat in nats:
-        aws_call(ec2.delete_nat_gateway, NatGatewayId=nat["NatGatewayId"])
+        delete(partial(aws_call, ec2.delete_nat_gateway, NatGatewayId=nat["NatGatewayId"]), what="delete NAT")
     for nat in nats:
         _wait_nat_deleted(aws, nat["NatGatewayId"])
     aws_ids(infra).NatGatewayIDs = []
@@ -266,9 +273,9 @@ def delete_network(aws: AwsClients, ctx: Context) -> None:
 
     for addr in find_tagged(ec2.describe_addresses, "Addresses", job_filters(t)):
         if addr.get("AssociationId"):
-            _tolerate_missing(lambda a=addr: aws_call(ec2.disassociate_address, AssociationId=a["AssociationId"]))
+            delete(partial(aws_call, ec2.disassociate_address, AssociationId=addr["AssociationId"]), what="EIP")
         # The EIP stays "in use" until the NAT gateway's interface is gone.
-        _until_free(lambda a=addr: aws_call(ec2.release_address, AllocationId=a["AllocationId"]), "release EIP")
+        delete(partial(aws_call, ec2.release_address, AllocationId=addr["AllocationId"]), what="release EIP")
     aws_ids(infra).ElasticIPAllocationIDs = []
     ctx.save()
 
@@ -277,32 +284,32 @@ def delete_network(aws: AwsClients, ctx: Context) -> None:
             continue  # the VPC's main route table goes with the VPC
         for assoc in rt.get("Associations", []):
             if not assoc.get("Main"):
-                _tolerate_missing(
-                    lambda a=assoc: aws_call(ec2.disassociate_route_table, AssociationId=a["RouteTableAssociationId"])
-                )
-        _tolerate_missing(lambda r=rt: aws_call(ec2.delete_route_table, RouteTableId=r["RouteTableId"]))
+                aid = assoc["RouteTableAssociationId"]
+                delete(partial(aws_call, ec2.disassociate_route_table, AssociationId=aid), what=f"disassociate {aid}")
+        rid = rt["RouteTableId"]
+        delete(partial(aws_call, ec2.delete_route_table, RouteTableId=rid), what=f"delete {rid}")
     aws_ids(infra).PublicRouteTableID = aws_ids(infra).PrivateRouteTableID = None
     ctx.save()
 
     for sub in find_tagged(ec2.describe_subnets, "Subnets", job_filters(t)):
         # Interfaces of just-terminated instances linger for a while: DependencyViolation until then.
-        _until_free(lambda s=sub: aws_call(ec2.delete_subnet, SubnetId=s["SubnetId"]), f"delete {sub['SubnetId']}")
+        delete(partial(aws_call, ec2.delete_subnet, SubnetId=sub["SubnetId"]), what=f"delete {sub['SubnetId']}")
     aws_ids(infra).PublicSubnetIDs, infra.VMSubnetIDs = [], []
     ctx.save()
 
     for igw in find_tagged(ec2.describe_internet_gateways, "InternetGateways", job_filters(t)):
+        gid = igw["InternetGatewayId"]
+        # Both answer DependencyViolation ("mapped public addresses") while the NAT's EIP is released,
+        # which on AWS can be minutes after DeleteNatGateway returned.
         for att in igw.get("Attachments", []):
-            _tolerate_missing(
-                lambda g=igw, a=att: aws_call(
-                    ec2.detach_internet_gateway, InternetGatewayId=g["InternetGatewayId"], VpcId=a["VpcId"]
-                )
-            )
-        _tolerate_missing(lambda g=igw: aws_call(ec2.delete_internet_gateway, InternetGatewayId=g["InternetGatewayId"]))
+            detach = partial(aws_call, ec2.detach_internet_gateway, InternetGatewayId=gid, VpcId=att["VpcId"])
+            delete(detach, what=f"detach {gid}")
+        delete(partial(aws_call, ec2.delete_internet_gateway, InternetGatewayId=gid), what=f"delete {gid}")
     aws_ids(infra).InternetGatewayID = None
     ctx.save()
 
     for vpc in find_tagged(ec2.describe_vpcs, "Vpcs", job_filters(t)):
-        _until_free(lambda v=vpc: aws_call(ec2.delete_vpc, VpcId=v["VpcId"]), f"delete {vpc['VpcId']}")
+        delete(partial(aws_call, ec2.delete_vpc, VpcId=vpc["VpcId"]), what=f"delete {vpc['VpcId']}")
     infra.NetworkID = None
     ctx.save()
 
@@ -314,24 +321,3 @@ def _wait_nat_deleted(aws: AwsClients, nat_id: str) -> None:
 
     with contextlib.suppress(NotFoundError):
         poll(gone, what=f"NAT gateway {nat_id} deletion", timeout=NAT_TIMEOUT, first=0.1, cap=10)
-
-
-def _tolerate_missing(call: Callable[[], object]) -> None:
-    with contextlib.suppress(NotFoundError):
-        call()
-
-
-def _until_free(call: Callable[[], object], what: str) -> None:
-    """Retry a delete through DependencyViolation (and EIP 'in use') until the teardown deadline."""
-
-    def attempt() -> None:
-        try:
-            call()
-        except NotFoundError:
-            pass
-        except InvalidRequestError as err:
-            if err.code == "InvalidIPAddress.InUse":
-                raise DependencyViolationError(str(err), code=err.code, operation=err.operation) from err
-            raise
-
-    retry(attempt, what=what, timeout=TEARDOWN_TIMEOUT, retry_on=(DependencyViolationError,))

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
-from vmplane.clouds.aws import naming
+from vmplane.clouds.aws import deletes, naming
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.ids import aws_ids
-from vmplane.clouds.aws.instances import TEARDOWN_TIMEOUT
 from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.aws.tags import find_tagged, job_filters, tag_spec
 from vmplane.clouds.base import Context
-from vmplane.clouds.errors import ConflictError, DependencyViolationError, NotFoundError
-from vmplane.clouds.waits import retry
+from vmplane.clouds.errors import ConflictError
 
 HTTPS_PORT = 443
 HTTP_PORT = 80
@@ -159,13 +158,9 @@ def delete_security_group(aws: AwsClients, ctx: Context) -> None:
         if g["GroupName"] != "default"  # the VPC's own group goes with the VPC
     ]
     for sg in groups:
-
-        def delete(gid: str = sg["GroupId"]) -> None:
-            with contextlib.suppress(NotFoundError):
-                aws_call(ec2.delete_security_group, GroupId=gid)
-
         # Interfaces of terminated instances release the group a little later: DependencyViolation till then.
-        retry(delete, what=f"delete {sg['GroupId']}", timeout=TEARDOWN_TIMEOUT, retry_on=(DependencyViolationError,))
+        gid = sg["GroupId"]
+        deletes.delete(partial(aws_call, ec2.delete_security_group, GroupId=gid), what=f"delete {gid}")
     ctx.infra.VMSecurityGroupID = None
     ctx.save()
     ctx.log(f"deleted {len(groups)} security groups")

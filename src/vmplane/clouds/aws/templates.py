@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import base64
-import contextlib
+from functools import partial
 from typing import Any
 
 from vmplane.bootstrap.cloudinit import render_user_data
-from vmplane.clouds.aws import naming
+from vmplane.clouds.aws import deletes, naming
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.aws.security_groups import ensure_security_group
 from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.aws.tags import find_tagged, job_filters, tag_list, tag_spec
 from vmplane.clouds.base import Context
-from vmplane.clouds.errors import NotFoundError
 
 
 def launch_template_data(ctx: Context, pool_name: str) -> dict[str, Any]:
@@ -106,8 +105,8 @@ def delete_launch_templates(aws: AwsClients, ctx: Context) -> None:
     ec2 = aws.ec2
     found = find_tagged(ec2.describe_launch_templates, "LaunchTemplates", job_filters(ctx.tagger))
     for lt in found:
-        with contextlib.suppress(NotFoundError):
-            aws_call(ec2.delete_launch_template, LaunchTemplateId=lt["LaunchTemplateId"])
+        lt_id = lt["LaunchTemplateId"]
+        deletes.delete(partial(aws_call, ec2.delete_launch_template, LaunchTemplateId=lt_id), what=f"delete {lt_id}")
     ctx.infra.LaunchTemplateID, ctx.infra.LaunchTemplateVersion = {}, {}
     ctx.save()
     ctx.log(f"deleted {len(found)} launch templates")
