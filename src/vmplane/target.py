@@ -3,9 +3,14 @@ workflow talks to the same endpoint."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pydantic import BaseModel, ConfigDict
 
-from vmplane.envspec.models import AwsProvider, AzureProvider, Cloud, EnvSpec, GcpProvider, ProxmoxProvider
+from vmplane.envspec.base import Cloud
+
+if TYPE_CHECKING:
+    from vmplane.envspec.models import EnvSpec
 
 
 class Target(BaseModel):
@@ -24,6 +29,8 @@ class Target(BaseModel):
 
     @classmethod
     def for_spec(cls, spec: EnvSpec, sandbox_endpoint: str | None) -> Target:
+        from vmplane.envspec.provider import AwsProvider, AzureProvider, GcpProvider, ProxmoxProvider
+
         p = spec.provider
         base = cls(cloud=p.cloud, region=p.region, endpoint_url=sandbox_endpoint)
         match p:

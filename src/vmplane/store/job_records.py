@@ -7,14 +7,16 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from vmplane.envspec.models import EnvSpec
 from vmplane.errors import NotFoundInStoreError, StalePreconditionError, StateConflictError
 from vmplane.state import InfraConfig
 from vmplane.target import Target
+
+if TYPE_CHECKING:
+    from vmplane.envspec.models import EnvSpec
 
 
 class JobStatus(StrEnum):
@@ -96,6 +98,9 @@ class JobView(BaseModel):
 
     @property
     def spec(self) -> EnvSpec:
+        # Imported here: listing jobs needs no spec model, and building it costs start-up time.
+        from vmplane.envspec.models import EnvSpec
+
         return EnvSpec.model_validate(self.config["spec"])
 
     @property
