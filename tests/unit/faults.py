@@ -54,5 +54,6 @@ class FakeClock:
         return self.now
 
     def sleep(self, seconds: float) -> None:
+        assert seconds >= 0
         self.sleeps.append(seconds)
         self.now += seconds

@@ -14,21 +14,7 @@ from vmplane.clouds.errors import (
     TransientError,
 )
 
-
-class FakeClock:
-    """Stands in for the `time` module inside waits.py: `sleep` advances `monotonic`."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-        self.sleeps: list[float] = []
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        assert seconds >= 0
-        self.sleeps.append(seconds)
-        self.now += seconds
+from .faults import FakeClock
 
 
 @pytest.fixture
