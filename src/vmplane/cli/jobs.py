@@ -80,7 +80,7 @@ def destroy(
     yes: YesOpt = False,
     output: OutputOpt = "text",
 ) -> None:
-    """Tear the environment down in the seed's order, leaving nothing tagged with its job."""
+    """Tear the environment down, dependents first, leaving nothing tagged with its job."""
     from vmplane.cli.render import show_plan
     from vmplane.jobs import listings, operations
     from vmplane.jobs.service import Phase

@@ -12,7 +12,7 @@ from vmplane.clouds.aws.deletes import delete
 from vmplane.clouds.aws.errors import aws_call, aws_errors
 from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.aws.session import AwsClients
-from vmplane.clouds.aws.tags import tag_list
+from vmplane.clouds.aws.tags import owned_by, tag_list
 from vmplane.clouds.base import Context, Tagger
 from vmplane.clouds.errors import InvalidRequestError
 from vmplane.clouds.waits import poll
@@ -120,6 +120,6 @@ def job_certificates(
                 if domain is not None and cert.get("DomainName") != domain:
                     continue
                 tags = aws.acm.list_tags_for_certificate(CertificateArn=cert["CertificateArn"]).get("Tags", [])
-                if any(x["Key"] == t.job_key and x.get("Value") == t.job_id for x in tags):
+                if owned_by(tags, t):
                     out.append((str(cert["CertificateArn"]), tags))
     return out

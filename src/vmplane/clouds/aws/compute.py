@@ -1,8 +1,7 @@
 """stepCreateVMs and its teardown, over both pool kinds: Fixed pools (`instances`) and ASG pools (`asg`).
 
 The rest of what this module once held lives by responsibility in `security_groups`, `templates`,
-`instances`, `asg` and `rotation`. `job_scaling_groups` is re-exported for `inventory`, which imports it
-from here.
+`instances`, `asg` and `rotation`.
 """
 
 from __future__ import annotations
@@ -25,8 +24,6 @@ from vmplane.clouds.base import Context
 from vmplane.clouds.waits import poll
 from vmplane.envspec.models import FixedPool
 from vmplane.state import VMState
-
-__all__ = ["delete_vms", "ensure_vms", "job_scaling_groups"]
 
 
 def ensure_vms(aws: AwsClients, ctx: Context) -> None:

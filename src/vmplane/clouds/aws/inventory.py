@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from vmplane.clouds.aws import compute, iam, lb
+from vmplane.clouds.aws import iam, lb
+from vmplane.clouds.aws.asg import job_scaling_groups
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.aws.session import AwsClients
-from vmplane.clouds.aws.tags import job_filters, matches_tag_filters
+from vmplane.clouds.aws.tags import job_filters, matches_tag_filters, owned_by
 from vmplane.clouds.base import Context, Leftover
 from vmplane.clouds.errors import NotFoundError
 
@@ -55,11 +56,11 @@ def leftovers(aws: AwsClients, ctx: Context) -> list[Leftover]:
     name = aws_ids(ctx.infra).RoleName or iam.role_name(ctx)
     for kind, fetch in (("iam-role", iam.role_tags(aws, name)), ("iam-instance-profile", iam.profile_tags(aws, name))):
         try:
-            tags = {t["Key"]: t["Value"] for t in fetch()}
+            tags = fetch()
         except NotFoundError:
             continue
-        if tags.get(ctx.tagger.job_key) == ctx.job_id:
+        if owned_by(tags, ctx.tagger):
             out.append(Leftover(kind, name))
-    out.extend(Leftover("auto-scaling-group", n) for n in compute.job_scaling_groups(aws, ctx.tagger))
+    out.extend(Leftover("auto-scaling-group", n) for n in job_scaling_groups(aws, ctx.tagger))
     out.extend(Leftover(kind, ident) for kind, ident in lb.leftovers(aws, ctx.tagger, ctx.infra))
     return out

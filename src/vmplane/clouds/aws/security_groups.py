@@ -70,7 +70,7 @@ def ensure_security_group(aws: AwsClients, ctx: Context) -> str:
     if diff.authorize:
         with contextlib.suppress(ConflictError):  # InvalidPermission.Duplicate: added before a crash
             aws_call(ec2.authorize_security_group_ingress, GroupId=sg["GroupId"], IpPermissions=diff.authorize)
-    # Security groups are mutable in place (the seed): drop whatever the spec does not ask for.
+    # Security groups are mutable in place: drop whatever the spec does not ask for.
     if diff.revoke:
         aws_call(ec2.revoke_security_group_ingress, GroupId=sg["GroupId"], IpPermissions=diff.revoke)
     ctx.log(f"vm security group {sg['GroupId']}: " + ", ".join(f"tcp/{p} from {s}" for p, s in sorted(desired)))
