@@ -73,5 +73,13 @@ def test_a_tags_edit_retags_every_resource_of_the_job(cli: Cli, sandbox: Sandbox
         # The ASG hands the new tags to the instances it launches from now on.
         (asg_tags,) = after["asg"]
         assert all(t["PropagateAtLaunch"] for t in asg_tags if t["Key"] in NEW)
+        # So does the launch template (a new version), and no VM is outdated: a tag change replaces nothing.
+        ec2 = sandbox.client("ec2")
+        (lt_id,) = updated["config"]["infra"]["LaunchTemplateID"].values()
+        latest = ec2.describe_launch_template_versions(LaunchTemplateId=lt_id, Versions=["$Latest"])
+        specs = latest["LaunchTemplateVersions"][0]["LaunchTemplateData"]["TagSpecifications"]
+        assert all(user_tags(s["Tags"]) == NEW for s in specs if s["ResourceType"] in ("instance", "volume"))
+        current = updated["config"]["infra"]["LaunchTemplateVersion"]["web"]
+        assert current == 2 and all(v["LaunchTemplateVersion"] == current for v in updated["config"]["infra"]["VMs"])
     finally:
         assert cli.json("destroy", "--job", job["id"], "--sandbox", "--yes", timeout=600)["status"] == "deleted"

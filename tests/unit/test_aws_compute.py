@@ -8,7 +8,7 @@ import pytest
 
 from vmplane.clouds.aws import network, preflight, security_groups, templates
 from vmplane.clouds.aws.ids import AwsInfra, aws_ids
-from vmplane.state import InfraConfig
+from vmplane.state import InfraConfig, VMRecord
 
 from .support import JOB_ID, make_ctx, tags_of, variant
 
@@ -216,6 +216,44 @@ def test_a_new_image_is_a_new_version_of_the_same_template(aws, spec, ctx):
     assert latest["LaunchTemplateData"]["BlockDeviceMappings"][0]["DeviceName"] == other["RootDeviceName"]
     # Unchanged again: no version 3.
     templates.ensure_launch_templates(aws, moved)
+    assert _templates(aws)[0]["LatestVersionNumber"] == 2
+
+
+def test_new_tags_are_a_new_version_and_leave_no_vm_outdated(aws, spec, ctx):
+    templates.ensure_launch_templates(aws, ctx)
+    lt_id = ctx.infra.LaunchTemplateID["web"]
+    ctx.infra.VMs = [VMRecord(Name="demo-fixed-web-0", Pool="web", Index=0, ID="i-0", LaunchTemplateVersion=1)]
+    retagged = make_ctx(variant(spec, tags={"team": "payments"}), ctx.infra)
+    templates.ensure_launch_templates(aws, retagged)
+    # VMs launched later (an ASG scaling out, a replacement) get the new tags from the template...
+    latest = _latest(aws, lt_id)
+    assert latest["VersionNumber"] == 2
+    tags = {
+        s["ResourceType"]: {t["Key"]: t["Value"] for t in s["Tags"]}
+        for s in latest["LaunchTemplateData"]["TagSpecifications"]
+    }
+    assert tags["instance"]["team"] == "payments" and tags["volume"]["team"] == "payments"
+    # ...and the running VM is not outdated: its tags are updated in place, nothing needs replacing.
+    assert retagged.infra.LaunchTemplateVersion == {"web": 2}
+    assert [v.LaunchTemplateVersion for v in retagged.infra.VMs] == [2]
+    assert retagged.infra.outdated_vms() == []
+    # Unchanged again: no version 3; a real change after it still makes the VM outdated.
+    templates.ensure_launch_templates(aws, retagged)
+    assert _templates(aws)[0]["LatestVersionNumber"] == 2
+    bigger = make_ctx(variant(spec, tags={"team": "payments"}, pools={"web": {"diskGb": 40}}), retagged.infra)
+    templates.ensure_launch_templates(aws, bigger)
+    assert [v.Name for v in bigger.infra.outdated_vms()] == ["demo-fixed-web-0"]
+
+
+def test_a_crash_after_the_tag_version_still_leaves_no_vm_outdated(aws, spec, ctx):
+    templates.ensure_launch_templates(aws, ctx)
+    lt_id = ctx.infra.LaunchTemplateID["web"]
+    retagged = make_ctx(variant(spec, tags={"team": "payments"}), ctx.infra)
+    data = templates.launch_template_data(retagged, "web")
+    aws.ec2.create_launch_template_version(LaunchTemplateId=lt_id, LaunchTemplateData=data)  # then the crash
+    ctx.infra.VMs = [VMRecord(Name="demo-fixed-web-0", Pool="web", Index=0, ID="i-0", LaunchTemplateVersion=1)]
+    templates.ensure_launch_templates(aws, make_ctx(retagged.spec, ctx.infra))
+    assert ctx.infra.LaunchTemplateVersion == {"web": 2} and ctx.infra.outdated_vms() == []
     assert _templates(aws)[0]["LatestVersionNumber"] == 2
 
 

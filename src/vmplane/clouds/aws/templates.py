@@ -72,8 +72,10 @@ def ensure_launch_templates(aws: AwsClients, ctx: Context) -> None:
             latest = aws_call(ec2.describe_launch_template_versions, LaunchTemplateId=lt_id, Versions=["$Latest"])
             current = latest["LaunchTemplateVersions"][0]
             version = int(current["VersionNumber"])
-            if _differs(current["LaunchTemplateData"], data):
+            current_data = current["LaunchTemplateData"]
+            if _differs(current_data, data) or _tags_differ(current_data, data):
                 # A changed image or user-data is a new version; running VMs are not rotated by this.
+                # New tags are one too, so that VMs launched later carry them.
                 version = int(
                     aws_call(ec2.create_launch_template_version, LaunchTemplateId=lt_id, LaunchTemplateData=data)[
                         "LaunchTemplateVersion"
@@ -81,8 +83,47 @@ def ensure_launch_templates(aws: AwsClients, ctx: Context) -> None:
                 )
         infra.LaunchTemplateID = {**infra.LaunchTemplateID, pool_name: lt_id}
         infra.LaunchTemplateVersion = {**infra.LaunchTemplateVersion, pool_name: version}
+        _carry_tag_only_changes(aws, ctx, pool_name, lt_id, version, data)
         ctx.save()
         ctx.log(f"launch template {name} {lt_id} v{version}")
+
+
+def _carry_tag_only_changes(
+    aws: AwsClients, ctx: Context, pool_name: str, lt_id: str, version: int, data: dict[str, Any]
+) -> None:
+    """VMs launched from a version that differs from the current one only in its tags are not outdated:
+    a tag change re-tags running VMs in place (stepUpdateTags). Decided from the versions' contents, not
+    from what this run created, so a crash between creating the version and saving converges too."""
+    older = sorted(
+        {
+            v.LaunchTemplateVersion
+            for v in ctx.infra.VMs
+            if v.Pool == pool_name and v.LaunchTemplateVersion is not None and v.LaunchTemplateVersion != version
+        }
+    )
+    if not older:
+        return
+    found = aws_call(
+        aws.ec2.describe_launch_template_versions, LaunchTemplateId=lt_id, Versions=[str(v) for v in older]
+    )["LaunchTemplateVersions"]
+    same = {int(v["VersionNumber"]) for v in found if not _differs(v["LaunchTemplateData"], data)}
+    for vm in ctx.infra.VMs:
+        if vm.Pool == pool_name and vm.LaunchTemplateVersion in same:
+            vm.LaunchTemplateVersion = version
+    if same:
+        ctx.log(f"pool {pool_name}: v{', v'.join(map(str, sorted(same)))} differ from v{version} only in tags")
+
+
+def _tags_differ(current: dict[str, Any], desired: dict[str, Any]) -> bool:
+    """Whether the tags a version gives what it launches differ, by resource type and order-free. Only
+    the types vmplane sets count: the sandbox also lists the template's own tags in version 1's data."""
+
+    def by_type(data: dict[str, Any]) -> dict[str, dict[str, str]]:
+        specs = data.get("TagSpecifications", [])
+        return {s["ResourceType"]: {t["Key"]: t["Value"] for t in s.get("Tags", [])} for s in specs}
+
+    want, have = by_type(desired), by_type(current)
+    return any(have.get(kind) != tags for kind, tags in want.items())
 
 
 def _differs(current: dict[str, Any], desired: dict[str, Any]) -> bool:
