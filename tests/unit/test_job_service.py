@@ -14,6 +14,7 @@ from vmplane.jobs.service import JobConflictError, JobNotFoundError, JobStatus, 
 from vmplane.pipeline.plan import PROVISION_STEPS, TEARDOWN_STEPS
 from vmplane.state import InfraConfig
 from vmplane.store import db, job_rows
+from vmplane.store.job_records import OperationStatus
 from vmplane.target import Target
 
 from .support import variant
@@ -316,7 +317,7 @@ def test_an_operation_needs_a_provisioned_job_and_records_its_own_steps(url, job
     assert [s.name for s in job.steps_of(Phase.operation)] == ["stepScalePool", "stepRegisterSpace"]
     with db.transaction(url) as s:
         svc.update_step(s, job_id, "stepScalePool", phase=Phase.operation, status=StepStatus.succeeded)
-        svc.set_operation_status(s, job_id, "failed", error="boom")
+        svc.set_operation_status(s, job_id, OperationStatus.failed, error="boom")
         svc.set_status(s, job_id, JobStatus.failed, "boom")
     job = _row(url, job_id)
     assert job.steps_of(Phase.operation)[0].status is StepStatus.succeeded

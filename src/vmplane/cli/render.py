@@ -128,7 +128,7 @@ def show_job(con: Console, job: JobView) -> None:
             con.print(f"  {label}: " + "  ".join(f"{STEP_MARK[s.status]} {s.name}" for s in steps))
     op = job.operation
     if op is not None:
-        con.print(f"  last operation: {op.kind} {op.params or ''} [bold]{op.status}[/] ({op.id})")
+        con.print(f"  last operation: {op.kind} {op.params or ''} [bold]{op.status.value}[/] ({op.id})")
         if op.error:
             con.print(f"    [red]{op.error}[/]", soft_wrap=True)
         for note in op.notes:

@@ -17,6 +17,7 @@ from vmplane.pipeline.plan import TEARDOWN_STEPS, Plan, PlanKind, provision_plan
 from vmplane.settings import Settings
 from vmplane.state import InfraConfig
 from vmplane.store.db import transaction
+from vmplane.store.job_records import OperationStatus
 from vmplane.target import Target
 
 
@@ -135,7 +136,7 @@ def resume_phase(job: JobView) -> Phase | None:
     if job.status in (JobStatus.deleting, JobStatus.delete_failed):
         return Phase.teardown
     op = job.operation
-    if job.status is not JobStatus.deleted and op is not None and op.status != "succeeded":
+    if job.status is not JobStatus.deleted and op is not None and op.status is not OperationStatus.succeeded:
         return Phase.operation
     if job.status in (JobStatus.succeeded, JobStatus.deleted):
         return None

@@ -29,7 +29,7 @@ from vmplane.pipeline.runtime_push import RuntimePushError, push_runtime
 from vmplane.state import VMState
 from vmplane.store import job_rows as jobs
 from vmplane.store.db import transaction
-from vmplane.store.job_records import JobStatus, JobView, Phase, StepStatus
+from vmplane.store.job_records import JobStatus, JobView, OperationStatus, Phase, StepStatus
 from vmplane.target import Target
 
 T = TypeVar("T")
@@ -277,7 +277,7 @@ def start_job(job_id: str, phase: Phase) -> list[list[str]]:
     def begin(s: Session) -> list[list[str]]:
         row = jobs.get_row(s, job_id)
         if phase is Phase.operation:
-            jobs.set_operation_status(s, job_id, "running")
+            jobs.set_operation_status(s, job_id, OperationStatus.running)
         if phase is not Phase.teardown:
             jobs.set_status(s, job_id, JobStatus.running)
         return waves(
@@ -295,7 +295,8 @@ def finish_job(job_id: str, phase: Phase, error: str | None) -> str:
 
     def finish(s: Session) -> None:
         if phase is Phase.operation:
-            jobs.set_operation_status(s, job_id, "failed" if error else "succeeded", error=error)
+            op_status = OperationStatus.failed if error else OperationStatus.succeeded
+            jobs.set_operation_status(s, job_id, op_status, error=error)
         jobs.set_status(s, job_id, status, error)
 
     _write(_db_url(), finish)

@@ -40,6 +40,13 @@ class StepStatus(StrEnum):
     skipped = "skipped"
 
 
+class OperationStatus(StrEnum):
+    pending = "pending"
+    running = "running"
+    succeeded = "succeeded"
+    failed = "failed"
+
+
 class Phase(StrEnum):
     """Which step list of a job a workflow runs: provisioning, teardown, or an operation (vmOp)."""
 
@@ -68,7 +75,7 @@ class OperationRecord(BaseModel):
     id: str
     kind: str
     params: dict[str, Any] = Field(default_factory=dict)
-    status: str = "pending"  # pending | running | succeeded | failed
+    status: OperationStatus = OperationStatus.pending
     steps: list[StepRecord] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     error: str | None = None

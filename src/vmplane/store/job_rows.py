@@ -15,6 +15,7 @@ from vmplane.store.job_records import (
     JobStatus,
     JobView,
     OperationRecord,
+    OperationStatus,
     Phase,
     PreconditionFailedError,
     StepRecord,
@@ -205,12 +206,12 @@ def list_envs(session: Session, org: str | None = None) -> list[EnvironmentRow]:
     return list(session.scalars(stmt))
 
 
-def set_operation_status(session: Session, job_id: str, status: str, *, error: str | None = None) -> None:
+def set_operation_status(session: Session, job_id: str, status: OperationStatus, *, error: str | None = None) -> None:
     row = get_row(session, job_id, for_update=True)
     op = OperationRecord.model_validate(row.config["operation"])
     now = datetime.now(UTC)
     op.status, op.error = status, error
-    if status == "running":
+    if status is OperationStatus.running:
         op.started_at = op.started_at or now
     else:
         op.finished_at = now
