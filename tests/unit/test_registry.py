@@ -8,7 +8,7 @@ import pytest
 
 from vmplane.clouds.aws.driver import AwsDriver
 from vmplane.clouds.azure import AzureDriver
-from vmplane.clouds.base import CloudDriver, capability_problems
+from vmplane.clouds.base import CloudDriver, capability_problems, runtime_script_problem
 from vmplane.clouds.errors import CloudError, ProviderInvalidError, UnsupportedError
 from vmplane.clouds.registry import FACTORIES, driver_for
 from vmplane.envspec.models import Cloud, ExecMode
@@ -134,3 +134,11 @@ def test_capabilities_refuse_what_a_driver_cannot_do_naming_the_field(spec):
         "exec.mode: SSM is not an exec channel of aws",
     ]
     assert capability_problems(spec, AwsDriver.capabilities, Cloud.aws) == []
+
+
+def test_runtime_settings_too_large_for_the_exec_channel_are_refused_before_anything_is_created(spec):
+    big = variant(spec, runtime={"files": {"/etc/app/blob.txt": "x" * 60_000}})
+    problems = capability_problems(big, AwsDriver.capabilities, Cloud.aws)
+    assert len(problems) == 1 and problems[0].startswith("runtime: the settings make a ")
+    assert "more than the exec channel's 48 KB" in problems[0]
+    assert runtime_script_problem(spec, AwsDriver.capabilities.exec_payload_bytes) is None

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, ClassVar
 
+from vmplane.bootstrap.cloudinit import check_user_data_size, render_user_data
+from vmplane.bootstrap.runtime import render_push_script
 from vmplane.clouds.errors import UnsupportedError
 from vmplane.envspec.models import CertSource, Cloud, EnvSpec, ExecMode
 from vmplane.state import InfraConfig
@@ -306,4 +308,22 @@ def capability_problems(spec: EnvSpec, caps: Capabilities, cloud: Cloud) -> list
             out.append(f"loadBalancer.certSource: {lb.cert_source.value} is not available on {cloud.value}")
     if spec.exec_mode not in caps.exec_modes:
         out.append(f"exec.mode: {spec.exec_mode.value} is not an exec channel of {cloud.value}")
+    if problem := runtime_script_problem(spec, caps.exec_payload_bytes):
+        out.append(problem)
+    for name in spec.pools:
+        try:
+            check_user_data_size(render_user_data(spec, name), caps.user_data_bytes)
+        except ValueError as err:
+            out.append(f"pools.{name}: {err}")
     return out
+
+
+def runtime_script_problem(spec: EnvSpec, limit: int) -> str | None:
+    """Why the runtime settings cannot go through an exec channel carrying `limit` bytes, or None."""
+    size = len(render_push_script(spec).encode())
+    if size <= limit:
+        return None
+    return (
+        f"runtime: the settings make a {size // 1024} KB script, more than the exec channel's {limit // 1024} KB; "
+        "ship large files in the image or fetch them at boot"
+    )

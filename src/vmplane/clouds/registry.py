@@ -25,7 +25,6 @@ def _azure(target: Target) -> CloudDriver:
 
 
 FACTORIES: dict[Cloud, Callable[[Target], CloudDriver]] = {Cloud.aws: _aws, Cloud.azure: _azure}
-SANDBOXED = {Cloud.aws}  # clouds whose sandbox vmplane starts (the Azure stub needs none: it calls nothing)
 
 
 @lru_cache(maxsize=16)

@@ -17,8 +17,6 @@ from typing import TypeVar
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.exc import StaleDataError
 
-from vmplane.bootstrap.cloudinit import check_user_data_size, render_user_data
-from vmplane.bootstrap.runtime import render_push_script
 from vmplane.clouds.base import API_CALLS, CloudDriver, Context, Tagger
 from vmplane.clouds.errors import UnsupportedError
 from vmplane.clouds.registry import driver_for
@@ -43,17 +41,6 @@ class StepFailedError(VmplaneError):
 
 def _validate(driver: CloudDriver, ctx: Context, job: JobView) -> None:
     problems = driver.validate(ctx.spec)
-    script = len(render_push_script(ctx.spec).encode())
-    if script > driver.capabilities.exec_payload_bytes:
-        problems.append(
-            f"runtime: the settings make a {script // 1024} KB script, more than the exec channel's "
-            f"{driver.capabilities.exec_payload_bytes // 1024} KB; ship large files in the image or fetch them at boot"
-        )
-    for pool in ctx.spec.pools:
-        try:
-            check_user_data_size(render_user_data(ctx.spec, pool), driver.capabilities.user_data_bytes)
-        except ValueError as err:
-            problems.append(f"pools.{pool}: {err}")
     if problems:
         raise UnsupportedError("; ".join(problems), code="Unsupported")
     driver.preflight(ctx)

@@ -7,7 +7,7 @@ scale-out, a replacement VM) pushes exactly where it is missing.
 from __future__ import annotations
 
 from vmplane.bootstrap.runtime import render_push_script, runtime_hash
-from vmplane.clouds.base import CloudDriver, Context
+from vmplane.clouds.base import CloudDriver, Context, runtime_script_problem
 from vmplane.errors import VmplaneError
 from vmplane.state import VMState
 
@@ -25,13 +25,10 @@ def push_runtime(driver: CloudDriver, ctx: Context, *, sandbox: bool) -> int:
     if not stale:
         ctx.log("runtime settings: every VM is up to date")
         return 0
+    # stepValidate refuses this first; an operation that changes only the runtime settings gets here.
+    if problem := runtime_script_problem(ctx.spec, driver.capabilities.exec_payload_bytes):
+        raise RuntimePushError(problem)
     script = render_push_script(ctx.spec)
-    limit = driver.capabilities.exec_payload_bytes
-    if len(script.encode()) > limit:  # stepValidate refuses this first; a vmOp may still get here
-        raise RuntimePushError(
-            f"runtime: the settings make a {len(script.encode()) // 1024} KB script, more than the exec channel's "
-            f"{limit // 1024} KB; ship large files in the image or fetch them at boot"
-        )
     results = {
         r.instance_id: r
         for r in driver.run_command([str(v.ID) for v in stale], [script], PUSH_TIMEOUT, comment="vmplane runtime push")

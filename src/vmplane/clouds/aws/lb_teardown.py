@@ -60,9 +60,8 @@ def detach(aws: AwsClients, ctx: Context, *, keep_vms: bool) -> None:
             return True if _lb_gone(aws, a) else None
 
         poll(gone, what="load balancer deletion", timeout=GONE_TIMEOUT)
-    infra.LoadBalancerID = infra.LoadBalancerDNSName = aws_ids(infra).LoadBalancerZoneID = aws_ids(
-        infra
-    ).LoadBalancerName = None
+    ids = aws_ids(infra)
+    infra.LoadBalancerID = infra.LoadBalancerDNSName = ids.LoadBalancerZoneID = ids.LoadBalancerName = None
     ctx.save()
     for tg in tgs:
         # "ResourceInUse" until the LB and the groups' attachments are gone.
@@ -88,15 +87,16 @@ def detach(aws: AwsClients, ctx: Context, *, keep_vms: bool) -> None:
 def started(infra: InfraConfig) -> bool:
     """Whether any LB part may exist: stepCreateLoadBalancer records the name before creating anything,
     and detach clears the certificate last. Saves a tag scan of ELB and ACM on every other teardown."""
+    ids = aws_ids(infra)
     return bool(
-        aws_ids(infra).LoadBalancerName
-        or infra.LoadBalancerID
-        or aws_ids(infra).TargetGroupArn
-        or aws_ids(infra).LoadBalancerSecurityGroupID
-        or aws_ids(infra).ListenerArns
-        or aws_ids(infra).CertificateArn
-        or aws_ids(infra).CertificateRequested
-        or aws_ids(infra).DNSRecords
+        infra.LoadBalancerID
+        or ids.LoadBalancerName
+        or ids.TargetGroupArn
+        or ids.LoadBalancerSecurityGroupID
+        or ids.ListenerArns
+        or ids.CertificateArn
+        or ids.CertificateRequested
+        or ids.DNSRecords
     )
 
 
