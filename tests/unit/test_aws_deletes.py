@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from vmplane.clouds import waits
-from vmplane.clouds.aws import compute, deletes, network
+from vmplane.clouds import deletes, waits
+from vmplane.clouds.aws import compute, network
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.errors import DeadlineExceededError, InvalidRequestError

@@ -47,6 +47,7 @@ RULES: list[tuple[str, Impact]] = [
     ("network.existingSubnets", Impact.identity),
     ("network.ingressPorts", Impact.cloud),
     ("exec.mode", Impact.identity),  # the IAM role and channel the VMs were built with
+    ("exec.interactive", Impact.cloud),  # GCP: the IAP firewall rule, changed in place
     ("pools.*.mode", Impact.identity),
     ("pools.*.image", Impact.vm),
     ("pools.*.instanceType", Impact.vm),

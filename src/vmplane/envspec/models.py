@@ -232,6 +232,13 @@ class Exec(SpecModel):
         description="Exec channel, the cloud's own: aws SSM, gcp OSConfig, azure AzureRunCmd, proxmox "
         "QemuGuestAgent (the default).",
     )
+    # None (omitted) means true; kept None so existing records do not change (see `mode`).
+    interactive: bool | None = Field(
+        default=None,
+        description="GCP only: allow interactive sessions (`gcloud compute ssh --tunnel-through-iap`), which "
+        "opens TCP 22 to the VMs from IAP's range 35.235.240.0/20 and nowhere else; false leaves no port 22 "
+        "open at all (commands still run through the metadata mailbox).",
+    )
 
 
 class Runtime(SpecModel):
@@ -359,6 +366,11 @@ class EnvSpec(SpecModel):
     @property
     def exec_mode(self) -> ExecMode:
         return self.exec_.mode or DEFAULT_EXEC_MODE[self.provider.cloud]
+
+    @property
+    def exec_interactive(self) -> bool:
+        """GCP: whether interactive sessions (TCP 22 from IAP only) are allowed; true unless set false."""
+        return self.exec_.interactive is not False
 
 
 def spec_json(spec: EnvSpec) -> dict[str, Any]:

@@ -112,6 +112,9 @@ def _missing(loc: tuple[str | int, ...], parent: Any) -> InitErrorDetails:
 
 def _exec(spec: EnvSpec) -> list[InitErrorDetails]:
     cloud, mode = spec.provider.cloud, spec.exec_.mode
+    if spec.exec_.interactive is not None and cloud is not Cloud.gcp:
+        # Only GCP's interactive channel needs an inbound port (22 from IAP); elsewhere it is not a choice.
+        return [_error(("exec", "interactive"), spec.exec_.interactive, f"a GCP setting; {cloud} has no such choice")]
     if mode is None or mode is DEFAULT_EXEC_MODE[cloud]:
         return []
     owner = next(c for c, m in DEFAULT_EXEC_MODE.items() if m is mode)

@@ -8,12 +8,12 @@ import secrets
 from functools import partial
 
 from vmplane.clouds.aws import dns
-from vmplane.clouds.aws.deletes import delete
 from vmplane.clouds.aws.errors import aws_call, aws_errors
 from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.aws.tags import owned_by, tag_list
 from vmplane.clouds.base import Context, Tagger
+from vmplane.clouds.deletes import delete
 from vmplane.clouds.errors import InvalidRequestError
 from vmplane.clouds.waits import poll
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from vmplane.clouds.aws import deletes
+from vmplane.clouds import deletes
 from vmplane.clouds.aws.asg import ensure_asg_pool, job_scaling_groups
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.instances import (

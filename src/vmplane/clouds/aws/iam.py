@@ -6,7 +6,8 @@ import json
 from collections.abc import Callable
 from functools import partial
 
-from vmplane.clouds.aws import deletes, naming
+from vmplane.clouds import deletes
+from vmplane.clouds.aws import naming
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.aws.session import AwsClients

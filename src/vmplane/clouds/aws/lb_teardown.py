@@ -7,7 +7,8 @@ from __future__ import annotations
 import contextlib
 from functools import partial
 
-from vmplane.clouds.aws import certs, deletes, dns, lb
+from vmplane.clouds import deletes
+from vmplane.clouds.aws import certs, dns, lb
 from vmplane.clouds.aws.asg import job_scaling_groups
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.ids import aws_ids

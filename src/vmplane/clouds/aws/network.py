@@ -8,12 +8,12 @@ import math
 from functools import partial
 
 from vmplane.clouds.aws import naming
-from vmplane.clouds.aws.deletes import delete
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.aws.tags import find_tagged, job_filters, tag_list, tag_spec
 from vmplane.clouds.base import Context
+from vmplane.clouds.deletes import delete
 from vmplane.clouds.errors import ConflictError, InvalidRequestError, NotFoundError
 from vmplane.clouds.waits import poll
 

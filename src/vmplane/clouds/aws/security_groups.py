@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from vmplane.clouds.aws import deletes, naming
+from vmplane.clouds import deletes
+from vmplane.clouds.aws import naming
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.aws.session import AwsClients

@@ -7,7 +7,8 @@ from functools import partial
 from typing import Any
 
 from vmplane.bootstrap.cloudinit import render_user_data
-from vmplane.clouds.aws import deletes, naming
+from vmplane.clouds import deletes
+from vmplane.clouds.aws import naming
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.aws.security_groups import ensure_security_group

@@ -1,4 +1,4 @@
-"""The one teardown rule for every AWS delete (network, compute, LB, certificates, IAM):
+"""The one teardown rule for every delete, on every cloud (each driver classifies "in use" once):
 
 - NotFound is done: the resource is already gone (a crash after the delete, a concurrent destroy, a
   recorded id whose resource AWS has dropped). Never an error, or an interrupted destroy could never finish.

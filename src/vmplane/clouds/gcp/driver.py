@@ -1,0 +1,144 @@
+"""The Google Cloud driver: CloudDriver over google-cloud-compute (REST) and google-api-python-client,
+one module per resource kind (like clouds/aws/)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vmplane.clouds.base import (
+    Capabilities,
+    CloudDriver,
+    CommandResult,
+    Context,
+    Leftover,
+    PlannedResource,
+    SessionHint,
+    TagRules,
+)
+from vmplane.clouds.gcp import (
+    compute,
+    firewall,
+    identity,
+    inventory,
+    lb,
+    lb_teardown,
+    network,
+    preflight,
+    retag,
+    rotation,
+    templates,
+)
+from vmplane.clouds.gcp import exec as gcp_exec
+from vmplane.clouds.gcp import plan as gcp_plan
+from vmplane.clouds.gcp.ids import gcp_ids
+from vmplane.clouds.gcp.session import GcpClients, GcpTarget
+from vmplane.clouds.tags import GCP_LABEL_KEY
+from vmplane.envspec.models import CertSource, Cloud, EnvSpec, ExecMode
+from vmplane.state import InfraConfig
+
+# Instance metadata values are at most 256 KB; cloud-init's user-data is one of them.
+USER_DATA_BYTES = 256 * 1024
+
+
+class GcpDriver(CloudDriver):
+    cloud = Cloud.gcp
+    capabilities = Capabilities(
+        pool_modes=frozenset({"fixed", "asg"}),
+        load_balancers=True,
+        cert_sources=frozenset({CertSource.GCPManaged}),
+        instance_refresh=True,  # a MIG's rolling update
+        exec_modes=frozenset({ExecMode.OSConfig}),
+        exec_payload_bytes=gcp_exec.MAX_SCRIPT_BYTES,
+        user_data_bytes=USER_DATA_BYTES,
+        tags=TagRules(style="key_value", key_pattern=GCP_LABEL_KEY, max_key=63, max_value=63),
+    )
+
+    def __init__(self, target: GcpTarget) -> None:
+        self.target = target
+        self.gcp = GcpClients(target)
+
+    def preflight(self, ctx: Context) -> None:
+        preflight.preflight(self.gcp, ctx)
+
+    def ensure_network(self, ctx: Context) -> None:
+        network.ensure_network(self.gcp, ctx)
+        firewall.ensure_firewall(self.gcp, ctx)
+
+    def ensure_identity(self, ctx: Context) -> None:
+        identity.ensure_identity(self.gcp, ctx)
+
+    def ensure_launch_templates(self, ctx: Context) -> None:
+        templates.ensure_templates(self.gcp, ctx)
+
+    def ensure_vms(self, ctx: Context) -> None:
+        compute.ensure_vms(self.gcp, ctx)
+
+    def ensure_load_balancer(self, ctx: Context) -> None:
+        lb.ensure_frontend(self.gcp, ctx)
+
+    def ensure_target_group(self, ctx: Context) -> None:
+        lb.ensure_backend(self.gcp, ctx)
+
+    def ensure_listener(self, ctx: Context) -> None:
+        lb.ensure_listeners(self.gcp, ctx)
+
+    def ensure_dns_record(self, ctx: Context) -> None:
+        lb.ensure_dns_record(self.gcp, ctx)
+
+    def detach_load_balancer(self, ctx: Context, *, keep_vms: bool) -> None:
+        lb_teardown.detach(self.gcp, ctx, keep_vms=keep_vms)
+
+    def rotate_pool(self, ctx: Context, pool_name: str) -> list[str]:
+        return rotation.rotate_pool(self.gcp, ctx, pool_name)
+
+    def update_tags(self, ctx: Context) -> None:
+        retag.retag(self.gcp, ctx)
+
+    def delete_vms(self, ctx: Context) -> None:
+        compute.delete_vms(self.gcp, ctx)
+
+    def delete_launch_templates(self, ctx: Context) -> None:
+        templates.delete_templates(self.gcp, ctx)
+
+    def delete_security_group(self, ctx: Context) -> None:
+        firewall.delete_firewall(self.gcp, ctx)
+
+    def delete_identity(self, ctx: Context) -> None:
+        identity.delete_identity(self.gcp, ctx)
+
+    def delete_network(self, ctx: Context) -> None:
+        network.delete_network(self.gcp, ctx)
+
+    def leftovers(self, ctx: Context) -> list[Leftover]:
+        return inventory.leftovers(self.gcp, ctx)
+
+    def run_command(
+        self, instance_ids: list[str], commands: list[str], timeout: float, comment: str = "vmplane exec"
+    ) -> list[CommandResult]:
+        return gcp_exec.run(self.gcp, instance_ids, commands, comment=comment, timeout=timeout)
+
+    def session_hint(self, vm_id: str) -> SessionHint:
+        return gcp_exec.session_hint(self.gcp, vm_id)
+
+    def provision_resources(self, spec: EnvSpec, infra: InfraConfig) -> list[PlannedResource]:
+        return gcp_plan.provision_resources(spec, infra, self.target.project)
+
+    def lb_resources(self, spec: EnvSpec) -> list[PlannedResource]:
+        return gcp_plan.lb_resources(spec)
+
+    def teardown_resources(self, infra: InfraConfig) -> list[PlannedResource]:
+        return gcp_plan.teardown_resources(infra)
+
+    def lb_teardown_resources(self, infra: InfraConfig) -> list[PlannedResource]:
+        return gcp_plan.lb_teardown_resources(infra)
+
+    def outputs(self, spec: EnvSpec, infra: InfraConfig) -> dict[str, Any]:
+        ids = gcp_ids(infra)
+        return {
+            "project": self.target.project,
+            "network": infra.NetworkID,
+            "subnetworks": infra.VMSubnetIDs,
+            "serviceAccount": ids.ServiceAccountEmail,
+            "loadBalancerAddress": infra.LoadBalancerDNSName,
+            "certificateStatus": ids.CertificateStatus,
+        }

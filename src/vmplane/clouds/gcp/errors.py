@@ -1,0 +1,104 @@
+"""Google Cloud errors -> vmplane's CloudError tree, at one boundary (`GcpClients.call`).
+
+Both SDKs answer in Google's error shape (`{"error": {"code", "message", "errors": [{"reason"}]}}`):
+google-api-core raises a typed `GoogleAPICallError`, google-api-python-client an `HttpError` whose
+body holds the same JSON. Only the code, reason and message are kept: never a request or a token.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from vmplane.clouds.errors import (
+    AuthError,
+    CloudError,
+    ConflictError,
+    DependencyViolationError,
+    InvalidRequestError,
+    NotFoundError,
+    QuotaError,
+    TransientError,
+)
+
+# Reasons that mean "something still uses it": cleared as dependents are deleted, so retried in teardown.
+IN_USE = {"resourceInUseByAnotherResource", "resourceNotReady", "inUse"}
+QUOTA = {"quotaExceeded", "QUOTA_EXCEEDED", "rateLimitExceeded", "userRateLimitExceeded"}
+TRANSIENT_CODES = {429, 500, 502, 503, 504}
+
+
+def _parts(e: Exception) -> tuple[int | None, str | None, str]:
+    """(HTTP status, first error reason, message) of either SDK's error, or (None, None, str(e))."""
+    from google.api_core import exceptions as core
+
+    if isinstance(e, core.GoogleAPICallError):
+        reason = None
+        for err in getattr(e, "errors", None) or []:
+            if isinstance(err, dict) and err.get("reason"):
+                reason = str(err["reason"])
+                break
+        reason = reason or getattr(e, "reason", None)
+        code = e.code if isinstance(e.code, int) else None
+        return code, reason, str(e.message)
+    from googleapiclient.errors import HttpError
+
+    if isinstance(e, HttpError):
+        code = int(e.resp.status)
+        reason, message = None, str(getattr(e, "reason", "") or e)
+        try:
+            body: Any = json.loads(e.content.decode() if isinstance(e.content, bytes) else e.content)
+            err = body.get("error", {})
+            message = str(err.get("message") or message)
+            details = err.get("errors") or []
+            if details and isinstance(details[0], dict):
+                reason = details[0].get("reason")
+            reason = reason or err.get("status")
+        except (ValueError, AttributeError):
+            pass
+        return code, reason, message
+    return None, None, str(e)
+
+
+def translate(e: Exception, operation: str) -> CloudError:
+    if isinstance(e, CloudError):
+        return e
+    code, reason, message = _parts(e)
+    if code is None:
+        import requests
+
+        if isinstance(e, OSError | requests.exceptions.ConnectionError | requests.exceptions.Timeout):
+            return TransientError(f"cannot reach Google Cloud: {type(e).__name__}", operation=operation)
+        return CloudError(message, operation=operation)
+    kw: dict[str, Any] = {"code": reason or str(code), "operation": operation}
+    if reason in IN_USE:
+        return DependencyViolationError(message, **kw)
+    if reason in QUOTA:
+        return QuotaError(message, **kw) if code != 429 else TransientError(message, **kw)
+    if code in TRANSIENT_CODES:
+        return TransientError(message, **kw)
+    if code in (401, 403):
+        return AuthError(message, **kw)
+    if code == 404:
+        return NotFoundError(message, **kw)
+    if code in (409, 412):
+        return ConflictError(message, **kw)
+    if code == 400:
+        return InvalidRequestError(message, **kw)
+    return CloudError(message, **kw)
+
+
+def operation_error(op: Any, operation: str) -> CloudError:
+    """The error a finished compute Operation carries (its HTTP call succeeded; the work did not)."""
+    errors = list(op.error.errors) if op.error else []
+    first = errors[0] if errors else None
+    reason = first.code if first else None
+    message = first.message if first else f"operation {op.name} failed"
+    if reason in IN_USE:
+        return DependencyViolationError(message, code=reason, operation=operation)
+    if reason in QUOTA:
+        return QuotaError(message, code=reason, operation=operation)
+    if reason in ("RESOURCE_NOT_FOUND", "notFound"):
+        return NotFoundError(message, code=reason, operation=operation)
+    if reason in ("RESOURCE_ALREADY_EXISTS", "alreadyExists"):
+        return ConflictError(message, code=reason, operation=operation)
+    return CloudError(message, code=reason, operation=operation)

@@ -1,0 +1,136 @@
+"""Every name the GCP driver gives a resource, in one place: steps create with these, plans show these,
+teardown and the leftover scan find by these.
+
+Most compute resources take no labels, so a deterministic name (unique per project and scope) plus the
+tag set in `description` is how vmplane knows a resource is its own. Names follow Google's rule
+`[a-z]([-a-z0-9]{0,61}[a-z0-9])?`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from vmplane.envspec.models import EnvSpec
+
+MAX_NAME = 63
+
+
+def _name(*parts: str) -> str:
+    name = "-".join(p for p in parts if p)
+    if len(name) <= MAX_NAME:
+        return name
+    # Too long: keep a readable head and a digest of the whole, so two long names never collide.
+    digest = hashlib.sha1(name.encode()).hexdigest()[:8]
+    return f"{name[: MAX_NAME - 9].rstrip('-')}-{digest}"
+
+
+def prefix(spec: EnvSpec) -> str:
+    """What every resource name of the environment starts with (the leftover scan's first filter)."""
+    return f"{spec.name}-"
+
+
+def network(spec: EnvSpec) -> str:
+    return _name(spec.name, "net")
+
+
+def subnetwork(spec: EnvSpec) -> str:
+    return _name(spec.name, "vms")
+
+
+def router(spec: EnvSpec) -> str:
+    return _name(spec.name, "router")
+
+
+def nat(spec: EnvSpec) -> str:
+    return _name(spec.name, "nat")
+
+
+def network_tag(spec: EnvSpec) -> str:
+    """The network tag on every VM; firewall rules target it."""
+    return _name(spec.name, "vm")
+
+
+def firewall(spec: EnvSpec, purpose: str) -> str:
+    """`vpc` (ingressPorts from the VPC), `health` (Google's health checkers), `iap` (TCP 22 from IAP)."""
+    return _name(spec.name, "allow", purpose)
+
+
+def service_account_id(spec: EnvSpec) -> str:
+    """IAM account ids are 6-30 characters, unique per project: env head + a digest of org/env."""
+    digest = hashlib.sha1(f"{spec.org}/{spec.name}".encode()).hexdigest()[:6]
+    head = spec.name[:18].rstrip("-")
+    return f"vmp-{head}-{digest}"
+
+
+def service_account_email(spec: EnvSpec, project: str) -> str:
+    return f"{service_account_id(spec)}@{project}.iam.gserviceaccount.com"
+
+
+def template(spec: EnvSpec, pool: str, version: int) -> str:
+    """Instance templates are immutable: each change is a new version with its own name."""
+    return _name(spec.name, pool, f"v{version}")
+
+
+def instance(spec: EnvSpec, pool: str, index: int) -> str:
+    """Fixed-pool VMs: stable names, so a re-run finds the VM it made."""
+    return _name(spec.name, pool, str(index))
+
+
+def mig(spec: EnvSpec, pool: str) -> str:
+    return _name(spec.name, pool, "mig")
+
+
+def mig_base_instance_name(spec: EnvSpec, pool: str) -> str:
+    """A MIG names its VMs `<base>-<4 random characters>`; the base is at most 58 characters."""
+    return _name(spec.name, pool)[:58].rstrip("-")
+
+
+def autoscaler(spec: EnvSpec, pool: str) -> str:
+    return _name(spec.name, pool, "as")
+
+
+def instance_group(spec: EnvSpec, zone: str) -> str:
+    """Fixed pools reach a backend service through one unmanaged instance group per zone."""
+    return _name(spec.name, "ig", zone.rsplit("-", 1)[-1])
+
+
+def health_check(spec: EnvSpec) -> str:
+    return _name(spec.name, "hc")
+
+
+def backend_service(spec: EnvSpec) -> str:
+    return _name(spec.name, "backend")
+
+
+def url_map(spec: EnvSpec) -> str:
+    return _name(spec.name, "https")
+
+
+def redirect_url_map(spec: EnvSpec) -> str:
+    return _name(spec.name, "http-redirect")
+
+
+def certificate(spec: EnvSpec, domain: str) -> str:
+    """A managed certificate covers fixed domains and cannot change: a new domain is a new certificate."""
+    digest = hashlib.sha1(domain.encode()).hexdigest()[:8]
+    return _name(spec.name, "cert", digest)
+
+
+def https_proxy(spec: EnvSpec) -> str:
+    return _name(spec.name, "https-proxy")
+
+
+def http_proxy(spec: EnvSpec) -> str:
+    return _name(spec.name, "http-proxy")
+
+
+def address(spec: EnvSpec) -> str:
+    return _name(spec.name, "ip")
+
+
+def https_rule(spec: EnvSpec) -> str:
+    return _name(spec.name, "https-443")
+
+
+def http_rule(spec: EnvSpec) -> str:
+    return _name(spec.name, "http-80")

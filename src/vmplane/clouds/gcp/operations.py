@@ -1,0 +1,87 @@
+"""Waiting on compute operations ourselves, with the clients the driver built (see session.py for why
+`ExtendedOperation.result()` is not used), and the find-or-create / delete patterns every module uses.
+
+`wait` calls the scope's `operations.wait` (Google holds it open up to ~2 minutes, returning early when
+the operation finishes), so a real cloud is not hammered and the sandbox answers at once.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from vmplane.clouds.deletes import TEARDOWN_TIMEOUT, delete
+from vmplane.clouds.errors import DeadlineExceededError, NotFoundError
+from vmplane.clouds.gcp.errors import operation_error
+from vmplane.clouds.gcp.session import CALL_TIMEOUT, GcpClients, new_request_id
+
+OPERATION_TIMEOUT = 900.0  # a regional MIG or a global LB resource can take minutes
+
+
+def last_segment(url: str) -> str:
+    """`https://www.googleapis.com/compute/v1/projects/p/zones/us-central1-a` -> `us-central1-a`."""
+    return url.rstrip("/").rsplit("/", 1)[-1]
+
+
+def wait(gcp: GcpClients, op: Any, *, what: str, timeout: float = OPERATION_TIMEOUT) -> None:
+    """Block until the compute Operation `op` is DONE; raise its error (translated) if it failed."""
+    deadline = time.monotonic() + timeout
+    while str(getattr(op.status, "name", op.status)) != "DONE":
+        if time.monotonic() > deadline:
+            raise DeadlineExceededError(f"timed out after {timeout:.0f}s waiting for {what} ({op.name})")
+        op = _wait_once(gcp, op)
+    if op.error and list(op.error.errors):
+        raise operation_error(op, what)
+
+
+def find(gcp: GcpClients, method: str, get: Callable[[], Any]) -> Any | None:
+    """The resource `get` returns, or None when it does not exist."""
+    try:
+        return gcp.call(method, get)
+    except NotFoundError:
+        return None
+
+
+def create(gcp: GcpClients, method: str, insert: Callable[[str], Any], *, what: str) -> None:
+    """Run an insert (given its requestId, fixed across retries of this call) and wait for it.
+
+    Callers look the resource up by its deterministic name first; the requestId covers a retry of the
+    same insert after a lost response.
+    """
+    request_id = new_request_id()
+    op = gcp.call(method, lambda: insert(request_id))
+    wait(gcp, op, what=what)
+
+
+def remove(
+    gcp: GcpClients,
+    method: str,
+    call: Callable[[], Any],
+    *,
+    what: str,
+    timeout: float = TEARDOWN_TIMEOUT,
+    sleep: Callable[[float], None] | None = None,
+) -> bool:
+    """Delete under the teardown rule (NotFound is done, in use retries to the deadline), waiting for the
+    operation; True if this call deleted it."""
+
+    def attempt() -> None:
+        op = gcp.call(method, call)
+        wait(gcp, op, what=what)
+
+    return delete(attempt, what=what, timeout=timeout, sleep=sleep)
+
+
+def _wait_once(gcp: GcpClients, op: Any) -> Any:
+    scope: dict[str, str] = {}
+    if op.zone:
+        kind, scope = "Zone", {"zone": last_segment(op.zone)}
+    elif op.region:
+        kind, scope = "Region", {"region": last_segment(op.region)}
+    else:
+        kind = "Global"
+    client = gcp.compute(f"{kind}Operations")
+    method = f"compute.{kind[0].lower()}{kind[1:]}Operations.wait"
+    name = op.name
+    return gcp.call(method, lambda: client.wait(project=gcp.project, operation=name, timeout=CALL_TIMEOUT * 3, **scope))

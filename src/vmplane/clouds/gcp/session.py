@@ -1,0 +1,175 @@
+"""Google Cloud clients for one target (a real project or the sandbox), with call counts, retries and
+our own operation polling.
+
+Compute goes through google-cloud-compute over REST; Cloud DNS, IAM and Resource Manager through
+google-api-python-client's bundled discovery documents. In sandbox mode every client points at the
+sandbox with anonymous credentials, so Application Default Credentials are never read.
+
+`ExtendedOperation.result()` polls compute.googleapis.com whatever endpoint the client was given, so
+the driver calls the `*_unary` methods and waits on operations itself (`operations.py`).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from vmplane.clouds.base import API_CALLS
+from vmplane.clouds.errors import DeadlineExceededError, DependencyViolationError, TransientError
+from vmplane.clouds.gcp.errors import translate
+
+T = TypeVar("T")
+
+# TEST HOOK, for the crash tests only: with this variable set to `api.method` or `api.method#N`
+# (e.g. `compute.instances.insert#2`), a *sandbox* process hangs for an hour right after the Nth call
+# of that method returns, having written FAULT_MARKER, so a test can kill -9 it between a cloud call
+# and its checkpoint. The variable name is shared with the AWS driver's hook; against real Google
+# Cloud it is never consulted.
+FAULT_PAUSE_ENV = "VMPLANE_TEST_HANG_AFTER_CALL"
+FAULT_MARKER = "fault-paused"
+CALL_TIMEOUT = 60.0  # seconds per HTTP request
+RETRY_DEADLINE = 120.0  # transient errors (429, 5xx, resets) are retried this long per call
+
+
+@dataclass(frozen=True)
+class GcpTarget:
+    project: str
+    region: str
+    endpoint_url: str | None = None  # set only for the sandbox
+
+    @property
+    def sandbox(self) -> bool:
+        return self.endpoint_url is not None
+
+    def describe(self) -> str:
+        where = f"sandbox {self.endpoint_url}" if self.sandbox else "Google Cloud"
+        return f"{where} (project {self.project}, {self.region})"
+
+
+def new_request_id() -> str:
+    """A requestId for one insert: Google drops a repeat of the same id, so a retried call creates once."""
+    return str(uuid.uuid4())
+
+
+class _FaultPause:
+    def __init__(self, value: str) -> None:
+        name, _, nth = value.partition("#")
+        self.method, self.nth = name, int(nth) if nth else 1
+        self.seen = 0
+        self._lock = threading.Lock()
+
+    def after(self, method: str) -> None:
+        if method != self.method:
+            return
+        with self._lock:
+            self.seen += 1
+            hit = self.seen == self.nth
+        if hit:
+            (Path(os.environ.get("VMPLANE_HOME", ".")) / FAULT_MARKER).write_text(f"{method}#{self.nth}")
+            time.sleep(3600)
+
+
+class GcpClients:
+    """Lazily built, thread-safe clients for one target; `call` is the one way a driver reaches the cloud."""
+
+    def __init__(self, target: GcpTarget) -> None:
+        self.target = target
+        self.project = target.project
+        self.region = target.region
+        self._lock = threading.Lock()
+        self._compute: dict[str, Any] = {}
+        self._discovery: dict[str, Any] = {}
+        self._credentials: Any = None
+        value = os.environ.get(FAULT_PAUSE_ENV) if target.sandbox else None
+        self._fault = _FaultPause(value) if value else None
+
+    # ---- clients ----
+    def _creds(self) -> Any:
+        if self._credentials is None:
+            if self.target.sandbox:
+                from google.auth.credentials import AnonymousCredentials
+
+                self._credentials = AnonymousCredentials()  # type: ignore[no-untyped-call]
+            else:
+                import google.auth
+
+                self._credentials, _ = google.auth.default(scopes=["https://www.googleapis.com/auth/cloud-platform"])
+        return self._credentials
+
+    def compute(self, client: str) -> Any:
+        """A compute_v1 REST client by class name without `Client`, e.g. `compute("Networks")`."""
+        with self._lock:
+            if client not in self._compute:
+                from google.api_core.client_options import ClientOptions
+                from google.cloud import compute_v1
+
+                opts = ClientOptions(api_endpoint=self.target.endpoint_url) if self.target.sandbox else None
+                cls = getattr(compute_v1, f"{client}Client")
+                self._compute[client] = cls(credentials=self._creds(), client_options=opts, transport="rest")
+            return self._compute[client]
+
+    def api(self, name: str, version: str) -> Any:
+        """A google-api-python-client service (dns v1, iam v1, cloudresourcemanager v1) from the bundled
+        discovery document: nothing is fetched at run time."""
+        key = f"{name}.{version}"
+        with self._lock:
+            if key not in self._discovery:
+                import google_auth_httplib2
+                import httplib2
+                from googleapiclient import discovery
+
+                http = google_auth_httplib2.AuthorizedHttp(self._creds(), http=httplib2.Http(timeout=CALL_TIMEOUT))
+                opts = {"api_endpoint": self.target.endpoint_url} if self.target.sandbox else None
+                self._discovery[key] = discovery.build(
+                    name, version, http=http, static_discovery=True, cache_discovery=False, client_options=opts
+                )
+            return self._discovery[key]
+
+    @property
+    def dns(self) -> Any:
+        return self.api("dns", "v1")
+
+    @property
+    def iam(self) -> Any:
+        return self.api("iam", "v1")
+
+    @property
+    def crm(self) -> Any:
+        return self.api("cloudresourcemanager", "v1")
+
+    # ---- calls ----
+    def call(self, method: str, fn: Callable[[], T]) -> T:
+        """Run one API call named `api.collection.verb` (e.g. `compute.networks.insert`): counted for the
+        step, SDK errors translated into vmplane's CloudError tree, transient ones (429, 5xx, resets)
+        retried with jittered backoff to a deadline. "In use" is left to the caller (teardown retries it
+        on its own, longer deadline).
+
+        Compute calls pass `timeout=CALL_TIMEOUT` themselves; discovery calls are bounded by the http's.
+        """
+        deadline = time.monotonic() + RETRY_DEADLINE
+        delay = 0.2
+        while True:
+            tally = API_CALLS.get()
+            if tally is not None:
+                tally[method] += 1
+            try:
+                out = fn()
+            except Exception as e:
+                err = translate(e, method)
+                if not isinstance(err, TransientError) or isinstance(err, DependencyViolationError):
+                    raise err from e
+                if time.monotonic() + delay > deadline:
+                    raise DeadlineExceededError(f"gave up on {method} after {RETRY_DEADLINE:.0f}s: {err}") from e
+                time.sleep(delay * random.uniform(0.5, 1.0))
+                delay = min(delay * 2, 10.0)
+                continue
+            if self._fault is not None:
+                self._fault.after(method)
+            return out
