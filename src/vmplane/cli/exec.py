@@ -17,12 +17,14 @@ def exec_cmd(
     vm: Annotated[str, typer.Argument(help="VM name (<env>-<pool>-<index>) or instance id.")],
     command: Annotated[list[str] | None, typer.Argument(help="The command, after --.")] = None,
     interactive: Annotated[
-        bool, typer.Option("--interactive", "-i", help="Start an interactive session (SSM on AWS).")
+        bool,
+        typer.Option("--interactive", "-i", help="Start an interactive session (SSM on AWS, IAP on Google Cloud)."),
     ] = False,
     timeout: Annotated[float, typer.Option(help="Seconds to wait for the command.")] = 120.0,
     output: OutputOpt = "text",
 ) -> None:
-    """Run a command on a VM through the IAM-gated exec channel (SSM Run Command on AWS). No SSH, ever."""
+    """Run a command on a VM through the IAM-gated exec channel (SSM Run Command on AWS, a metadata mailbox
+    on Google Cloud). No SSH keys, ever."""
     import shlex
     import shutil
 

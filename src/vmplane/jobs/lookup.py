@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from vmplane.clouds.base import CommandResult, SessionHint
 from vmplane.clouds.registry import driver_for
 from vmplane.envspec.models import EnvSpec
+from vmplane.errors import UsageError
 from vmplane.jobs import service as jobs
 from vmplane.jobs.listings import find_job
 from vmplane.jobs.service import JobConflictError, JobStatus, JobView
@@ -47,5 +48,12 @@ def exec_command(target: ExecTarget, command: str, timeout: float) -> CommandRes
 
 
 def session_hint(target: ExecTarget) -> SessionHint:
-    """How a person opens an interactive session on the VM (the cloud's command, never SSH)."""
+    """How a person opens an interactive session on the VM (the cloud's command, never a key of ours)."""
+    spec = target.job.spec
+    if not spec.exec_interactive:
+        # GCP's sessions need TCP 22 from IAP; this environment was built without that rule.
+        raise UsageError(
+            f"interactive sessions are off for {spec.name} (exec.interactive: false, so no port 22 is open); "
+            "run commands with `vmplane exec ENV VM -- COMMAND`, or set exec.interactive to true and apply"
+        )
     return driver_for(target.job.target).session_hint(target.instance_id)
