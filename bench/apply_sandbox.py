@@ -5,6 +5,8 @@ fresh VMPLANE_HOME on a free 127.0.0.1 port. The first apply+destroy is reported
 run (moto loads its AMI/SSM catalogues on first use); then N warm runs.
 
     python bench/apply_sandbox.py [--runs N] [--example examples/fixed.jsonc] [--json-out FILE]
+
+Works for every cloud the sandbox emulates (AWS and Google Cloud: `--example examples/gcp-web.jsonc`).
 """
 
 from __future__ import annotations
@@ -40,16 +42,18 @@ class Phase:
     api_calls: dict[str, int]  # step name -> API calls in that step
     span: float  # first step start -> last step end (steps + the gaps between them)
     calls_by_op: dict[str, int] = field(default_factory=dict)
+    example: str = ""  # the env file: its cloud's driver says how the steps depend on each other
 
     @property
     def critical_path(self) -> float:
         """Sum over the pipeline's waves of the slowest step in each: the span if waves cost nothing."""
         from vmplane.clouds.registry import driver_for
-        from vmplane.envspec.models import Cloud
+        from vmplane.envspec.load import load_spec
         from vmplane.pipeline.plan import waves
         from vmplane.target import Target
 
-        depends = driver_for(Target(cloud=Cloud.aws, region="us-east-1")).step_dependencies()
+        spec = load_spec(Path(self.example))
+        depends = driver_for(Target.for_spec(spec, "http://127.0.0.1:1")).step_dependencies()
         return sum(max(self.steps[n] for n in wave) for wave in waves(list(self.steps), depends))
 
     @property
@@ -102,7 +106,7 @@ def phase(kind: str, example: Path, env: dict[str, str]) -> Phase:
         for op, n in s["apiCalls"].items():
             by_op[op] = by_op.get(op, 0) + n
     span = (_ts(job[key][-1]["finishedAt"]) - _ts(job[key][0]["startedAt"])).total_seconds()
-    return Phase(kind, wall, steps, calls, span, by_op)
+    return Phase(kind, wall, steps, calls, span, by_op, str(example))
 
 
 def _gone(pid: int, wait: float) -> bool:
@@ -186,7 +190,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         ap.error("--runs must be at least 1")
 
     with tempfile.TemporaryDirectory(prefix="vmplane-bench-") as home:
-        env = {**os.environ, "VMPLANE_HOME": home, "VMPLANE_SANDBOX_PORT": str(free_port())}
+        env = {
+            **os.environ,
+            "VMPLANE_HOME": home,
+            "VMPLANE_SANDBOX_PORT": str(free_port()),
+            "VMPLANE_GCP_SANDBOX_PORT": str(free_port()),
+        }
         try:
             start_wall, proc = run_cli(["sandbox", "start"], env)
             if proc.returncode != 0:
