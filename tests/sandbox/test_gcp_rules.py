@@ -77,7 +77,7 @@ def test_path_pattern_unknown_query_unknown_route(gcp: Gcp) -> None:
 
 def test_names_duplicates_references_and_in_use(gcp: Gcp) -> None:
     bad = c.Network(name="Bad_Name!", auto_create_subnetworks=False)
-    with pytest.raises(gexc.BadRequest, match="resource.name"):
+    with pytest.raises(gexc.BadRequest, match=r"resource\.name"):
         gcp.networks.insert_unary(project=gcp.project, network_resource=bad)
     network(gcp)
     with pytest.raises(gexc.Conflict, match="already exists"):

@@ -3,7 +3,6 @@ official clients (google-cloud-compute REST, googleapiclient for DNS/IAM/Resourc
 
 from __future__ import annotations
 
-
 from google.cloud import compute_v1 as c
 from tests.sandbox.conftest import Gcp
 
