@@ -21,6 +21,7 @@ def main() -> None:
     parser.add_argument("--gcp-port", type=int, default=None, help="the Google Cloud sandbox's port")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # moto's per-request lines, as before
     # Lets the sandbox attach AWS managed policies such as AmazonSSMManagedInstanceCore.
     os.environ["MOTO_IAM_LOAD_MANAGED_POLICIES"] = "true"
     # moto marks a DNS-validated certificate ISSUED once this many seconds have passed (it never looks
