@@ -172,3 +172,35 @@ def test_managed_certificate_activates_only_when_told(gcp: Gcp) -> None:
     gcp.sandbox.gcp_control("certificates/activate", {"project": gcp.project, "name": "cert"})
     got = gcp.ssl_certificates.get(project=gcp.project, ssl_certificate="cert")
     assert got.managed.status == "ACTIVE" and got.managed.domain_status == {"a.sandbox.vmplane.test": "ACTIVE"}
+
+
+def test_instance_from_a_template_and_the_aggregated_list(gcp: Gcp) -> None:
+    _base(gcp)
+    p = gcp.project
+    req = c.InsertInstanceRequest(
+        project=p,
+        zone=ZONE,
+        instance_resource=c.Instance(name="vm-0", labels={"zop_role": "override"}),
+        source_instance_template=f"projects/{p}/regions/{REGION}/instanceTemplates/t2",
+    )
+    gcp.wait(gcp.instances.insert_unary(request=req))
+    vm = gcp.instances.get(project=p, zone=ZONE, instance="vm-0")
+    assert vm.machine_type.endswith("/zones/us-central1-a/machineTypes/e2-small")  # from the template
+    assert vm.labels == {"zop_role": "override"}  # the body wins
+    meta = {i.key: i.value for i in vm.metadata.items}
+    assert meta["instance-template"] == f"projects/{p}/regions/{REGION}/instanceTemplates/t2"
+    assert (
+        vm.network_interfaces[0].subnetwork.endswith("/subnetworks/s") and not vm.network_interfaces[0].access_configs
+    )
+    with pytest.raises(gexc.BadRequest, match="instanceTemplate resource cannot be found"):
+        bad = c.InsertInstanceRequest(
+            project=p,
+            zone=ZONE,
+            instance_resource=c.Instance(name="vm-1"),
+            source_instance_template="global/instanceTemplates/nope",
+        )
+        gcp.instances.insert_unary(request=bad)
+
+    agg = gcp.instances.aggregated_list(request=c.AggregatedListInstancesRequest(project=p, filter='name = "vm-0"'))
+    found = {zone: [i.name for i in scoped.instances] for zone, scoped in agg if scoped.instances}
+    assert found == {f"zones/{ZONE}": ["vm-0"]}

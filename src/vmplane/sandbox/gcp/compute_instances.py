@@ -6,12 +6,22 @@ from __future__ import annotations
 import copy
 
 from vmplane.sandbox.gcp import guest
-from vmplane.sandbox.gcp.compute import Call, Hook, Kind, Resolve, handler, register, resolver
+from vmplane.sandbox.gcp.compute import Call, Hook, Kind, Resolve, handler, insert, register, resolver
 from vmplane.sandbox.gcp.compute_catalogue import MACHINE_TYPES, default_service_account, known_image
 from vmplane.sandbox.gcp.compute_network import allocate_ip
 from vmplane.sandbox.gcp.errors import condition_not_met, invalid
 from vmplane.sandbox.gcp.schema import require_body
-from vmplane.sandbox.gcp.store import Project, Resource, State, check_labels, fingerprint, now, self_link
+from vmplane.sandbox.gcp.store import (
+    Project,
+    Resource,
+    State,
+    check_labels,
+    fingerprint,
+    now,
+    parse_ref,
+    public,
+    self_link,
+)
 
 
 def nic_refs(r: Resource, ref: Resolve, where: str = "resource") -> None:
@@ -170,11 +180,62 @@ def _deleting(call: Call, r: Resource) -> None:
             group["size"] = len(group["_members"])
 
 
-register(
-    "instances",
-    Kind("instances", "Instance", "instance", refs=nic_refs, prepare=_fill, created=_created, deleting=_deleting),
-    ("insert", "get", "list", "delete"),
+INSTANCES = Kind(
+    "instances", "Instance", "instance", refs=nic_refs, prepare=_fill, created=_created, deleting=_deleting
 )
+register("instances", INSTANCES, ("get", "list", "delete"))
+
+
+@handler("compute.instances.insert")
+def _insert(call: Call) -> Resource:
+    """`?sourceInstanceTemplate=` starts from the template's properties; fields in the body override them,
+    as Google documents for instances.insert. Instance has no field naming its template: Google records it
+    in the `instance-template` metadata item, and so does the sandbox."""
+    source = call.query.get("sourceInstanceTemplate")
+    if source:
+        project, key = parse_ref(source, call.project.id, "sourceInstanceTemplate")
+        template = call.state.project(project).compute.get(key)
+        if template is None or template.get("kind") != "compute#instanceTemplate":
+            raise invalid(
+                f"Invalid value for field 'sourceInstanceTemplate': '{source}'. "
+                "The referenced instanceTemplate resource cannot be found."
+            )
+        merged = copy.deepcopy(template["properties"])
+        merged.pop("kind", None)
+        merged.update(copy.deepcopy(require_body(call.body)))
+        items = merged.setdefault("metadata", {}).setdefault("items", [])
+        items.append({"key": "instance-template", "value": key_path(template)})
+        call.body = merged
+    return insert(call, INSTANCES)
+
+
+def key_path(resource: Resource) -> str:
+    """`projects/p/regions/r/instanceTemplates/t` of a selfLink (what Google's metadata items carry)."""
+    return str(resource["selfLink"]).split("/compute/v1/", 1)[1]
+
+
+@handler("compute.instances.aggregatedList")
+def _aggregated(call: Call) -> Resource:
+    """Instances by zone, `filter` applied like list's (pagination is ignored, as in list)."""
+    from vmplane.sandbox.gcp.filters import compile_filter
+
+    matches = compile_filter(call.query.get("filter"))
+    items: dict[str, Resource] = {}
+    from vmplane.sandbox.gcp import operations
+
+    for key, r in sorted(call.project.compute.items()):
+        if r.get("kind") == "compute#instance":
+            operations.finish_for(call.state, call.project, r["selfLink"])  # reading completes, as in list
+        if r.get("kind") != "compute#instance" or not matches(r):
+            continue
+        scope = "/".join(key.split("/")[:2])
+        items.setdefault(scope, {"instances": []})["instances"].append(public(r))
+    return {
+        "kind": "compute#instanceAggregatedList",
+        "id": f"projects/{call.project.id}/aggregated/instances",
+        "items": items,
+        "selfLink": self_link(call.project.id, "aggregated/instances"),
+    }
 
 
 @handler("compute.instances.setLabels")
