@@ -29,7 +29,7 @@ def preflight(gcp: GcpClients, ctx: Context) -> None:
     except NotFoundError as e:
         raise InvalidRequestError(f"provider.region: {region} is not a region of {gcp.project}") from e
     ids.Project, infra.Region, infra.ExecMode = gcp.project, region, spec.exec_mode.value
-    infra.Zones = pick_zones(gcp, ctx)
+    infra.Zones = pick_zones(gcp, region, spec.network.zones)
 
     images: dict[str, str] = {}
     for pool_name, pool in spec.pools.items():
