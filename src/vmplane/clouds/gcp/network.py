@@ -54,8 +54,8 @@ def region_zones(gcp: GcpClients, region: str) -> list[str]:
     return sorted(z.name for z in zones if z.status == "UP" and last_segment(z.region) == region)
 
 
-def pick_zones(gcp: GcpClients, ctx: Context) -> list[str]:
-    region, want = ctx.spec.provider.region, ctx.spec.network.zones
+def pick_zones(gcp: GcpClients, region: str, want: int) -> list[str]:
+    """The first `want` zones of the region that are UP (stepValidate records them; the network re-reads)."""
     zones = region_zones(gcp, region)
     if len(zones) < want:
         raise InvalidRequestError(f"{region} has {len(zones)} zones up, network.zones asks for {want}")
@@ -76,7 +76,7 @@ def ensure_network(gcp: GcpClients, ctx: Context) -> None:
 
     spec, infra, ids = ctx.spec, ctx.infra, gcp_ids(ctx.infra)
     infra.Region = spec.provider.region
-    infra.Zones = pick_zones(gcp, ctx)
+    infra.Zones = pick_zones(gcp, spec.provider.region, spec.network.zones)
     ids.Project = gcp.project
     if spec.network.existing_vpc_id:
         _adopt_existing(gcp, ctx)
