@@ -31,7 +31,7 @@ def desired_rules(ctx: Context) -> dict[str, tuple[list[int], list[str]]]:
     """purpose -> (TCP ports, source ranges) this spec wants; a purpose absent here must not exist."""
     spec, ids = ctx.spec, gcp_ids(ctx.infra)
     out: dict[str, tuple[list[int], list[str]]] = {}
-    sources = sorted(ids.SubnetCidrs) if not ctx.infra.NetworkCreated and ids.SubnetCidrs else [str(ids.NetworkCidr)]
+    sources = sorted(ids.VpcSourceRanges) or [str(ids.NetworkCidr)]
     if spec.network.ingress_ports:
         out["vpc"] = (sorted(spec.network.ingress_ports), sources)
     if spec.exec_interactive:

@@ -57,9 +57,6 @@ class GcpInfra(CloudInfra):
     HttpForwardingRule: str | None = None
     DnsZone: str | None = None
     DnsRecords: list[DnsRecordSet] = Field(default_factory=list)
-    # --- infra engineer (network, firewall, identity) ---
-    # An existing network's subnetwork ranges (the VPC-ingress rule's sources); a created one uses NetworkCidr.
-    SubnetCidrs: list[str] = Field(default_factory=list)
     # ---- gcp-infra (network, firewall, identity) ----
     # What "inside the VPC" means for the firewall: network.cidr, or an existing network's subnetwork ranges
     VpcSourceRanges: list[str] = Field(default_factory=list)
