@@ -71,6 +71,11 @@ def _same(found: Any, want: Any) -> bool:
     )
 
 
+def _insert(rules: Any, project: str, body: Any, request_id: str) -> Any:
+    request = {"project": project, "firewall_resource": body, "request_id": request_id}
+    return rules.insert_unary(request=request, timeout=CALL_TIMEOUT)
+
+
 def ensure_firewall(gcp: GcpClients, ctx: Context) -> None:
     ids, project = gcp_ids(ctx.infra), gcp.project
     rules = gcp.compute("Firewalls")
@@ -95,9 +100,7 @@ def ensure_firewall(gcp: GcpClients, ctx: Context) -> None:
             create(
                 gcp,
                 "compute.firewalls.insert",
-                lambda rid, body=body: rules.insert_unary(  # type: ignore[misc]
-                    project=project, firewall_resource=body, request_id=rid, timeout=CALL_TIMEOUT
-                ),
+                partial(_insert, rules, project, body),
                 what=f"firewall rule {name}",
             )
             continue
@@ -111,10 +114,12 @@ def ensure_firewall(gcp: GcpClients, ctx: Context) -> None:
                 "compute.firewalls.patch",
                 partial(
                     rules.patch_unary,
-                    project=project,
-                    firewall=name,
-                    firewall_resource=body,
-                    request_id=new_request_id(),
+                    request={
+                        "project": project,
+                        "firewall": name,
+                        "firewall_resource": body,
+                        "request_id": new_request_id(),
+                    },
                     timeout=CALL_TIMEOUT,
                 ),
             )
@@ -155,7 +160,7 @@ def job_rules(gcp: GcpClients, ctx: Context) -> list[Any]:
     flt = f"name eq {re.escape(naming.prefix(ctx.spec))}.*"
     found = gcp.call(
         "compute.firewalls.list",
-        lambda: list(rules.list(project=gcp.project, filter=flt, timeout=CALL_TIMEOUT)),
+        lambda: list(rules.list(request={"project": gcp.project, "filter": flt}, timeout=CALL_TIMEOUT)),
     )
     return [r for r in found if ownership.owned_by(r, ctx.tagger)]
 

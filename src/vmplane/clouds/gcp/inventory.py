@@ -65,7 +65,9 @@ def named_like(gcp: GcpClients, ctx: Context, client: str, collection: str, scop
         scopes = [{"zone": z} for z in zones]
     for where in scopes:
         # The pager fetches further pages lazily: list() inside the call counts and retries them with it.
-        pages: Callable[[], Any] = partial(api.list, project=gcp.project, filter=flt, timeout=CALL_TIMEOUT, **where)
+        pages: Callable[[], Any] = partial(
+            api.list, request={"project": gcp.project, "filter": flt, **where}, timeout=CALL_TIMEOUT
+        )
         found: list[Any] = gcp.call(f"compute.{collection}.list", partial(_all, pages))
         yield from found
 

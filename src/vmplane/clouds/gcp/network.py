@@ -49,7 +49,8 @@ def region_zones(gcp: GcpClients, region: str) -> list[str]:
     client = gcp.compute("Zones")
     flt = f"region eq .*/regions/{region}"
     zones = gcp.call(
-        "compute.zones.list", lambda: list(client.list(project=gcp.project, filter=flt, timeout=CALL_TIMEOUT))
+        "compute.zones.list",
+        lambda: list(client.list(request={"project": gcp.project, "filter": flt}, timeout=CALL_TIMEOUT)),
     )
     return sorted(z.name for z in zones if z.status == "UP" and last_segment(z.region) == region)
 
@@ -102,7 +103,7 @@ def ensure_network(gcp: GcpClients, ctx: Context) -> None:
             gcp,
             "compute.networks.insert",
             lambda rid: networks.insert_unary(
-                project=project, network_resource=body, request_id=rid, timeout=CALL_TIMEOUT
+                request={"project": project, "network_resource": body, "request_id": rid}, timeout=CALL_TIMEOUT
             ),
             what=f"network {name}",
         )
@@ -143,7 +144,8 @@ def _ensure_subnetwork(gcp: GcpClients, ctx: Context, name: str, cidr: str) -> N
             gcp,
             "compute.subnetworks.insert",
             lambda rid: subs.insert_unary(
-                project=project, region=region, subnetwork_resource=body, request_id=rid, timeout=CALL_TIMEOUT
+                request={"project": project, "region": region, "subnetwork_resource": body, "request_id": rid},
+                timeout=CALL_TIMEOUT,
             ),
             what=f"subnetwork {name}",
         )
@@ -159,11 +161,13 @@ def _ensure_subnetwork(gcp: GcpClients, ctx: Context, name: str, cidr: str) -> N
         op = gcp.call(
             "compute.subnetworks.setPrivateIpGoogleAccess",
             lambda: subs.set_private_ip_google_access_unary(
-                project=project,
-                region=region,
-                subnetwork=name,
-                subnetworks_set_private_ip_google_access_request_resource=body,
-                request_id=new_request_id(),
+                request={
+                    "project": project,
+                    "region": region,
+                    "subnetwork": name,
+                    "subnetworks_set_private_ip_google_access_request_resource": body,
+                    "request_id": new_request_id(),
+                },
                 timeout=CALL_TIMEOUT,
             ),
         )
@@ -213,7 +217,8 @@ def _ensure_router(gcp: GcpClients, ctx: Context, name: str, nat_name: str) -> N
             gcp,
             "compute.routers.insert",
             lambda rid: routers.insert_unary(
-                project=project, region=region, router_resource=body, request_id=rid, timeout=CALL_TIMEOUT
+                request={"project": project, "region": region, "router_resource": body, "request_id": rid},
+                timeout=CALL_TIMEOUT,
             ),
             what=f"router {name}",
         )
@@ -223,15 +228,19 @@ def _ensure_router(gcp: GcpClients, ctx: Context, name: str, nat_name: str) -> N
     if any(n.name == nat_name and nat_ok(n) for n in nats):
         return
     # The NAT is missing or was changed by hand: put ours back, keeping any other NAT on the router.
-    patch = compute_v1.Router(nats=[*(n for n in nats if n.name != nat_name), desired_nat(nat_name)])
+    # The network goes along unchanged: it is required on the resource, and PATCH validates the whole of it.
+    kept = [*(n for n in nats if n.name != nat_name), desired_nat(nat_name)]
+    patch = compute_v1.Router(name=name, network=found.network, nats=kept)
     op = gcp.call(
         "compute.routers.patch",
         lambda: routers.patch_unary(
-            project=project,
-            region=region,
-            router=name,
-            router_resource=patch,
-            request_id=new_request_id(),
+            request={
+                "project": project,
+                "region": region,
+                "router": name,
+                "router_resource": patch,
+                "request_id": new_request_id(),
+            },
             timeout=CALL_TIMEOUT,
         ),
     )

@@ -58,23 +58,16 @@ def retag(gcp: GcpClients, ctx: Context) -> None:
             count += 1
             if dict(r.labels) == labels:
                 continue
+            request: dict[str, Any] = {"project": project, "request_id": new_request_id()}
             if scope == "zone":
                 body = compute_v1.InstancesSetLabelsRequest(labels=labels, label_fingerprint=r.label_fingerprint)
-                call = partial(
-                    api.set_labels_unary,
-                    project=project,
-                    zone=last_segment(r.zone),
-                    instance=r.name,
-                    instances_set_labels_request_resource=body,
-                )
+                request |= {"zone": last_segment(r.zone), "instance": r.name}
+                request["instances_set_labels_request_resource"] = body
             else:
                 req = compute_v1.GlobalSetLabelsRequest(labels=labels, label_fingerprint=r.label_fingerprint)
-                call = partial(
-                    api.set_labels_unary, project=project, resource=r.name, global_set_labels_request_resource=req
-                )
-            op = gcp.call(
-                f"compute.{collection}.setLabels", partial(call, request_id=new_request_id(), timeout=CALL_TIMEOUT)
-            )
+                request |= {"resource": r.name, "global_set_labels_request_resource": req}
+            call = partial(api.set_labels_unary, request=request, timeout=CALL_TIMEOUT)
+            op = gcp.call(f"compute.{collection}.setLabels", call)
             wait(gcp, op, what=f"labels of {r.name}")
     for client, collection, scope, default in _DESCRIBED:
         api = gcp.compute(client)
@@ -85,17 +78,17 @@ def retag(gcp: GcpClients, ctx: Context) -> None:
             count += 1
             if r.description == description:
                 continue
-            where: dict[str, Any] = {"project": project, "request_id": new_request_id(), "timeout": CALL_TIMEOUT}
+            fields: dict[str, Any] = {"project": project, "request_id": new_request_id()}
             if collection == "firewalls":
-                call = partial(
-                    api.patch_unary, firewall=r.name, firewall_resource=compute_v1.Firewall(description=description)
-                )
+                fields |= {"firewall": r.name, "firewall_resource": compute_v1.Firewall(description=description)}
             elif collection == "backendServices":
                 body = compute_v1.BackendService(description=description, fingerprint=r.fingerprint)
-                call = partial(api.patch_unary, backend_service=r.name, backend_service_resource=body)
+                fields |= {"backend_service": r.name, "backend_service_resource": body}
             else:
-                body = compute_v1.Router(description=description)
-                call = partial(api.patch_unary, region=region, router=r.name, router_resource=body)
-            op = gcp.call(f"compute.{collection}.patch", partial(call, **where))
+                fields |= {"region": region, "router": r.name}
+                body = compute_v1.Router(name=r.name, network=r.network, description=description)
+                fields["router_resource"] = body
+            patch = partial(api.patch_unary, request=fields, timeout=CALL_TIMEOUT)
+            op = gcp.call(f"compute.{collection}.patch", patch)
             wait(gcp, op, what=f"description of {r.name}")
     ctx.log(f"tags updated on {count} resources: {', '.join(sorted(ctx.spec.tags)) or 'no user tags'}")
