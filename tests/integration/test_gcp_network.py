@@ -6,6 +6,7 @@ A second ensure makes no insert; teardown leaves nothing (vmplane's leftover sca
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections import Counter
 from typing import Any
@@ -150,3 +151,62 @@ def test_network_firewall_identity_shape_rerun_and_teardown(sandbox: Sandbox) ->
     # Deleting twice is done, not an error (NotFound).
     driver.delete_security_group(ctx)
     driver.delete_network(ctx)
+
+
+class _Crash(Exception):
+    pass
+
+
+@pytest.mark.sandbox
+@pytest.mark.parametrize("method", ["compute.networks.insert", "compute.routers.insert", "compute.firewalls.insert"])
+def test_a_crash_right_after_a_create_converges_on_rerun(sandbox: Sandbox, method: str) -> None:
+    """The process dies just after the insert returned (before anything else is recorded): the re-run
+    finds the resource by name instead of creating a second one, and teardown still removes it."""
+    project = f"vmp-crash-{uuid.uuid4().hex[:8]}"
+    job_id = str(uuid.uuid4())
+    spec = _spec(project, "itest-gcrash", interactive=True, ports=[80])
+    infra = InfraConfig()
+    saved: list[dict[str, Any]] = []
+    ctx = Context(
+        job_id=job_id,
+        spec=spec,
+        infra=infra,
+        tagger=Tagger.for_spec(spec, job_id),
+        save=lambda: saved.append(infra.model_dump(mode="json")),
+    )
+    driver = _driver(sandbox, project)
+    real_call = driver.gcp.call
+
+    def dying(name: str, fn: Any) -> Any:
+        out = real_call(name, fn)
+        if name == method:
+            raise _Crash(name)
+        return out
+
+    driver.gcp.call = dying
+    with pytest.raises(_Crash):
+        driver.ensure_network(ctx)
+    driver.gcp.call = real_call
+    # Resume from what was last saved, as a restarted worker would.
+    infra = InfraConfig.model_validate(saved[-1])
+    ctx.infra = infra
+    rerun = _counted(driver.ensure_network, ctx)
+    # Only what the crash kept from being made is inserted: not the resource whose insert returned.
+    # (The firewall crash hits the first of the two rules; the second is still to make.)
+    assert rerun[method] == (1 if method == "compute.firewalls.insert" else 0), rerun
+    raw = _raw(sandbox, project)
+    assert len(raw["networks"]) == 1 and len(raw["routers"]) == 1 and len(raw["subnetworks"]) == 1
+    assert len(raw["firewalls"]) == 2
+
+    # A tag change reaches the mutable descriptions (firewalls, router) in place.
+    ctx.spec = _spec(project, "itest-gcrash", interactive=True, ports=[80]).model_copy(update={"tags": {"team": "x"}})
+    ctx.tagger = Tagger.for_spec(ctx.spec, job_id)
+    driver.update_tags(ctx)
+    raw = _raw(sandbox, project)
+    for r in [*raw["firewalls"], *raw["routers"]]:
+        assert json.loads(r.description)["team"] == "x", r.name
+
+    for step in (driver.delete_security_group, driver.delete_identity, driver.delete_network):
+        step(ctx)
+    assert {k: v for k, v in _raw(sandbox, project).items() if v} == {}
+    assert driver.leftovers(ctx) == []

@@ -78,16 +78,17 @@ def retag(gcp: GcpClients, ctx: Context) -> None:
             count += 1
             if r.description == description:
                 continue
+            # The resource as read, description changed: PATCH validates the body as a whole resource
+            # (required fields, the network reference), and the fingerprint guards a concurrent edit.
+            body = type(r).deserialize(type(r).serialize(r))
+            body.description = description
             fields: dict[str, Any] = {"project": project, "request_id": new_request_id()}
             if collection == "firewalls":
-                fields |= {"firewall": r.name, "firewall_resource": compute_v1.Firewall(description=description)}
+                fields |= {"firewall": r.name, "firewall_resource": body}
             elif collection == "backendServices":
-                body = compute_v1.BackendService(description=description, fingerprint=r.fingerprint)
                 fields |= {"backend_service": r.name, "backend_service_resource": body}
             else:
-                fields |= {"region": region, "router": r.name}
-                body = compute_v1.Router(name=r.name, network=r.network, description=description)
-                fields["router_resource"] = body
+                fields |= {"region": region, "router": r.name, "router_resource": body}
             patch = partial(api.patch_unary, request=fields, timeout=CALL_TIMEOUT)
             op = gcp.call(f"compute.{collection}.patch", patch)
             wait(gcp, op, what=f"description of {r.name}")
