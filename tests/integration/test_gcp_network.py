@@ -116,6 +116,15 @@ def test_network_firewall_identity_shape_rerun_and_teardown(sandbox: Sandbox) ->
     with22 = [r for r in rules.values() if any("22" in a.ports for a in r.allowed)]
     assert [list(r.source_ranges) for r in with22] == [[IAP]]
 
+    # The plan names exactly what the step made.
+    planned = {
+        (r.type, r.name) for r in driver.provision_resources(spec, InfraConfig()) if r.step == "stepCreateNetwork"
+    }
+    made = {("google_compute_network", net.name), ("google_compute_subnetwork", sub.name)}
+    made |= {("google_compute_router", router.name), ("google_compute_router_nat", nat.name)}
+    made |= {("google_compute_firewall", name) for name in rules}
+    assert planned == made
+
     email = infra.Cloud.model_dump()["ServiceAccountEmail"]
     sa = sandbox.gcp_discovery("iam").projects().serviceAccounts()
     assert sa.get(name=f"projects/{project}/serviceAccounts/{email}").execute()["email"] == email
