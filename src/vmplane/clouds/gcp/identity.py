@@ -181,16 +181,6 @@ def grant(gcp: GcpClients, email: str) -> bool:
     return _modify_policy(gcp, lambda policy: add_member(policy, member))
 
 
-def bound_roles(gcp: GcpClients, email: str) -> list[str]:
-    """The project roles our account holds now (read-only)."""
-    projects, member = gcp.crm.projects(), members(email)[0]
-    policy = gcp.call(
-        "cloudresourcemanager.projects.getIamPolicy",
-        lambda: projects.getIamPolicy(resource=gcp.project, body={}).execute(),
-    )
-    return sorted(b["role"] for b in policy.get("bindings", []) if member in b.get("members", []))
-
-
 # ---- teardown -------------------------------------------------------------------------------------
 
 
