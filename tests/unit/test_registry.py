@@ -63,7 +63,7 @@ def test_azure_teardown_has_nothing_to_do(spec):
     assert driver.leftovers(ctx) == []
 
 
-@pytest.mark.parametrize("cloud", [Cloud.gcp, Cloud.proxmox])
+@pytest.mark.parametrize("cloud", [Cloud.proxmox])
 def test_unimplemented_clouds_are_unsupported(cloud):
     with pytest.raises(UnsupportedError, match="not implemented yet") as caught:
         driver_for(Target(cloud=cloud, region="somewhere"))
@@ -71,10 +71,22 @@ def test_unimplemented_clouds_are_unsupported(cloud):
     assert not caught.value.retryable
 
 
-@pytest.mark.parametrize("cloud", [Cloud.gcp, Cloud.proxmox])
-def test_the_sandbox_emulates_aws_only(cloud):
-    with pytest.raises(UnsupportedError, match=f"the sandbox emulates AWS only; provider.cloud is {cloud.value}"):
+@pytest.mark.parametrize("cloud", [Cloud.proxmox])
+def test_the_sandbox_emulates_aws_and_gcp_only(cloud):
+    match = f"the sandbox emulates AWS and Google Cloud only; provider.cloud is {cloud.value}"
+    with pytest.raises(UnsupportedError, match=match):
         driver_for(Target(cloud=cloud, region="somewhere", endpoint_url=SANDBOX))
+
+
+def test_gcp_target_gets_the_gcp_driver_with_project_region_and_endpoint():
+    from vmplane.clouds.gcp.driver import GcpDriver
+
+    target = Target(cloud=Cloud.gcp, region="us-central1", project="acme-prod", endpoint_url="http://127.0.0.1:4567")
+    driver = driver_for(target)
+    assert isinstance(driver, GcpDriver)
+    assert (driver.target.project, driver.target.region) == ("acme-prod", "us-central1")
+    assert driver.target.endpoint_url == "http://127.0.0.1:4567" and driver.target.sandbox
+    assert not driver_for(target.model_copy(update={"endpoint_url": None})).target.sandbox
 
 
 def test_azure_on_the_sandbox_answers_invalid(spec):

@@ -23,6 +23,7 @@ from sqlalchemy.orm.exc import StaleDataError
 import vmplane
 from vmplane.api.schemas import AttachLb, DetachLb, PatchBody, Rotate, Scale, TokenRequest, Update, merge_patch
 from vmplane.clouds.errors import CloudError
+from vmplane.envspec.base import Cloud
 from vmplane.envspec.impact import CONSEQUENCE, Impact
 from vmplane.envspec.models import EnvSpec
 from vmplane.errors import VmplaneError
@@ -147,11 +148,14 @@ def create_app(settings: Settings, *, run_workflows: bool = True) -> FastAPI:
         spec: EnvSpec,
         request: Request,
         who: Annotated[Caller, Depends(needs(Role.operator))],
-        sandbox: Annotated[bool, Query(description="Provision in the embedded sandbox account.")] = False,
+        sandbox: Annotated[
+            bool,
+            Query(description="Provision in the embedded sandbox (an emulated AWS account or Google Cloud project)."),
+        ] = False,
     ) -> JSONResponse:
         if spec.org != who.org:
             raise _problem(403, f"the token is for org {who.org}; the spec's org is {spec.org}")
-        endpoint = _sandbox_endpoint(settings) if sandbox else None
+        endpoint = _sandbox_endpoint(settings, spec.provider.cloud) if sandbox else None
         target = Target.for_spec(spec, endpoint)
         with _domain_errors():
             ap = operations.plan_apply(settings, spec, target)
@@ -289,7 +293,10 @@ def _plain(err: ValidationError) -> list[dict[str, Any]]:
     return [{"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]} for e in err.errors()]
 
 
-def _sandbox_endpoint(settings: Settings) -> str:
+def _sandbox_endpoint(settings: Settings, cloud: Cloud) -> str:
+    """The sandbox's endpoint for the spec's cloud (AWS's for a cloud it does not emulate: that
+    cloud's driver then refuses with its own answer, as before)."""
     from vmplane.sandbox import control
 
-    return control.start(settings).endpoint
+    info = control.start(settings)
+    return info.endpoint_for(cloud) if cloud in (Cloud.aws, Cloud.gcp) else info.endpoint

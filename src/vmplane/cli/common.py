@@ -22,7 +22,9 @@ from vmplane.errors import UsageError, VmplaneError
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from vmplane.envspec.base import Cloud
     from vmplane.envspec.models import EnvSpec
+    from vmplane.sandbox.control import SandboxInfo
     from vmplane.settings import Settings
     from vmplane.target import Target
 
@@ -30,7 +32,12 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 DEFAULT_FILE = Path("vmplane.env.jsonc")
 
 FileOpt = Annotated[Path, typer.Option("--file", "-f", help="The environment file (default: ./vmplane.env.jsonc).")]
-SandboxOpt = Annotated[bool, typer.Option("--sandbox", help="Run against the embedded emulated AWS account.")]
+SandboxOpt = Annotated[
+    bool,
+    typer.Option(
+        "--sandbox", help="Run against the embedded sandbox (an emulated AWS account or Google Cloud project)."
+    ),
+]
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
 # `-o` means the output format on every command; directories are `--dir`/`-d`.
 OutputOpt = Annotated[str, typer.Option("--output", "-o", help="text or json (one JSON object on stdout).")]
@@ -112,26 +119,42 @@ def load(path: Path) -> EnvSpec:
     return load_spec(path)
 
 
-def sandbox_endpoint() -> str:
-    """The sandbox's address, without starting it (planning and generating only write it down)."""
-    return f"http://127.0.0.1:{settings().sandbox_port}"
+def sandbox_endpoint(cloud: Cloud | None = None) -> str:
+    """The sandbox's address for `cloud`'s API, without starting it (planning and generating only
+    write it down)."""
+    from vmplane.envspec.base import Cloud
+
+    port = settings().gcp_sandbox_port if cloud is Cloud.gcp else settings().sandbox_port
+    return f"http://127.0.0.1:{port}"
+
+
+def endpoint_of(info: SandboxInfo, cloud: Cloud | None) -> str:
+    """The running sandbox's endpoint for `cloud`: the AWS one for AWS and, as before the GCP sandbox,
+    for clouds it does not emulate (their driver then answers with its own refusal)."""
+    from vmplane.envspec.base import Cloud
+
+    return info.endpoint_for(cloud) if cloud in (Cloud.aws, Cloud.gcp) else info.endpoint
 
 
 def target(spec: EnvSpec, sandbox: bool, con: Console) -> Target:
     from vmplane.target import Target
 
-    return Target.for_spec(spec, ensure_sandbox(con) if sandbox else None)
+    return Target.for_spec(spec, ensure_sandbox(con, spec.provider.cloud) if sandbox else None)
 
 
-def ensure_sandbox(con: Console) -> str:
-    """Start the sandbox unless it runs; returns its endpoint. A SandboxError exits 1."""
+def ensure_sandbox(con: Console, cloud: Cloud | None = None) -> str:
+    """Start the sandbox unless it runs; returns its endpoint for `cloud` (AWS by default). A
+    SandboxError exits 1."""
     from vmplane.sandbox import control
 
     before = control.status(settings())
     info = control.start(settings())
     if not before.running:
-        con.print(f"[dim]sandbox started at {info.endpoint} (vmplane sandbox stop to end it)[/]")
-    return info.endpoint
+        con.print(
+            f"[dim]sandbox started at {info.endpoint} (AWS) and {info.gcp_endpoint} (Google Cloud); "
+            "vmplane sandbox stop ends it[/]"
+        )
+    return endpoint_of(info, cloud)
 
 
 def confirm(con: Console, question: str, yes: bool) -> None:

@@ -82,7 +82,7 @@ def plan(file: FileOpt = DEFAULT_FILE, sandbox: SandboxOpt = False, output: Outp
     cmd = begin(output)
     spec = load(file)
     # Planning reads vmplane's records only; it neither starts the sandbox nor calls the cloud.
-    endpoint = sandbox_endpoint() if sandbox else None
+    endpoint = sandbox_endpoint(spec.provider.cloud) if sandbox else None
     ap = operations.plan_apply(cmd.settings, spec, Target.for_spec(spec, endpoint))
     if cmd.json:
         print_json(ap.to_json())

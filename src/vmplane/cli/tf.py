@@ -48,7 +48,7 @@ def _tf_write(file: Path, out_dir: Path | None, out: Path | None, sandbox: bool,
     stack = out_dir or out or file.parent
     if upgrade and not any(is_managed(p) for p in stack.glob(f"{PREFIX}*.tf")):
         raise UsageError(f"{stack} has no vmplane-managed files to upgrade; run `vmplane tf generate` first")
-    result = write(generate(spec, sandbox_endpoint() if sandbox else None), stack)
+    result = write(generate(spec, sandbox_endpoint(spec.provider.cloud) if sandbox else None), stack)
     if cmd.json:
         print_json({"dir": str(stack), **result.__dict__})
         return

@@ -57,6 +57,9 @@ class GcpInfra(CloudInfra):
     HttpForwardingRule: str | None = None
     DnsZone: str | None = None
     DnsRecords: list[DnsRecordSet] = Field(default_factory=list)
+    # ---- gcp-infra (network, firewall, identity) ----
+    # What "inside the VPC" means for the firewall: network.cidr, or an existing network's subnetwork ranges
+    VpcSourceRanges: list[str] = Field(default_factory=list)
 
 
 def gcp_ids(infra: InfraConfig) -> GcpInfra:

@@ -1,10 +1,54 @@
-"""stepValidate's checks against the project (being built: see issue 10)."""
+"""stepValidate's cloud half; creates nothing: the project answers, the region and its zones, each
+pool's image resolves, each machine type exists, and no name the job would create is someone else's."""
 
 from __future__ import annotations
 
+from functools import partial
+
 from vmplane.clouds.base import Context
-from vmplane.clouds.gcp.session import GcpClients
+from vmplane.clouds.errors import InvalidRequestError, NotFoundError
+from vmplane.clouds.gcp import conflicts
+from vmplane.clouds.gcp.ids import gcp_ids
+from vmplane.clouds.gcp.images import resolve_image
+from vmplane.clouds.gcp.network import pick_zones
+from vmplane.clouds.gcp.session import CALL_TIMEOUT, GcpClients
 
 
 def preflight(gcp: GcpClients, ctx: Context) -> None:
-    raise NotImplementedError
+    spec, infra = ctx.spec, ctx.infra
+    ids = gcp_ids(infra)
+    projects = gcp.crm.projects()
+    try:
+        gcp.call("cloudresourcemanager.projects.get", lambda: projects.get(projectId=gcp.project).execute())
+    except NotFoundError as e:
+        raise InvalidRequestError(f"provider.project: project {gcp.project} not found or not visible") from e
+    region = spec.provider.region
+    regions = gcp.compute("Regions")
+    try:
+        gcp.call("compute.regions.get", lambda: regions.get(project=gcp.project, region=region, timeout=CALL_TIMEOUT))
+    except NotFoundError as e:
+        raise InvalidRequestError(f"provider.region: {region} is not a region of {gcp.project}") from e
+    ids.Project, infra.Region, infra.ExecMode = gcp.project, region, spec.exec_mode.value
+    infra.Zones = pick_zones(gcp, region, spec.network.zones)
+
+    images: dict[str, str] = {}
+    for pool_name, pool in spec.pools.items():
+        try:
+            images[pool_name] = resolve_image(gcp, pool.image)
+        except InvalidRequestError as e:
+            raise InvalidRequestError(f"pools.{pool_name}.image: {e}") from e
+    ids.Images = images
+
+    types = gcp.compute("MachineTypes")
+    for pool_name, pool in spec.pools.items():
+        zone, mt = infra.Zones[0], pool.instance_type
+        try:
+            gcp.call(
+                "compute.machineTypes.get",
+                partial(types.get, project=gcp.project, zone=zone, machine_type=mt, timeout=CALL_TIMEOUT),
+            )
+        except NotFoundError as e:
+            raise InvalidRequestError(f"pools.{pool_name}.instanceType: {mt} is not offered in {zone}") from e
+    conflicts.check_names(gcp, ctx)  # before any step creates something under these names
+    ctx.save()
+    ctx.log(f"project {gcp.project}, zones {', '.join(infra.Zones)}, images resolved")

@@ -1,10 +1,95 @@
-"""Re-label every resource of the job (being built: see issue 10)."""
+"""A change of the spec's `tags` applied in place (the contract of clouds/aws/retag.py): every resource
+of the job that can take the new tag set in place gets it, and user tags removed from the file go.
+
+- Labels (`setLabels`, which replaces the whole map, so removed keys go): VM instances, the global
+  forwarding rules and the global address. The label fingerprint read is sent back, so a concurrent
+  change makes Google refuse ours rather than be overwritten.
+- Descriptions (the full tag set as JSON), by `patch` where the description is mutable: firewall rules,
+  backend services, Cloud Routers.
+- Left as they are, because the API cannot change them in place: networks, subnetworks, instance
+  templates (immutable: the next template version carries the new tags), health checks, URL maps,
+  target proxies, SSL certificates, instance groups, MIGs and autoscalers. vmplane reads only the job id
+  from a description, which a tag change never alters, so ownership stays exact. The service account's
+  description holds vmplane's keys and is left too.
+"""
 
 from __future__ import annotations
 
+from functools import partial
+from typing import Any
+
 from vmplane.clouds.base import Context
-from vmplane.clouds.gcp.session import GcpClients
+from vmplane.clouds.gcp import ownership
+from vmplane.clouds.gcp.inventory import is_ours, named_like
+from vmplane.clouds.gcp.operations import last_segment, wait
+from vmplane.clouds.gcp.session import CALL_TIMEOUT, GcpClients, new_request_id
+from vmplane.clouds.tags import gcp_label_key
+
+# (compute client, collection, scope, role used when the resource records none)
+_LABELLED = [
+    ("Instances", "instances", "zone", "vm"),
+    ("GlobalForwardingRules", "globalForwardingRules", "global", "lb"),
+    ("GlobalAddresses", "globalAddresses", "global", "lb"),
+]
+_DESCRIBED = [
+    ("Firewalls", "firewalls", "global", "firewall"),
+    ("BackendServices", "backendServices", "global", "lb"),
+    ("Routers", "routers", "region", "router"),
+]
+
+
+def _role(resource: Any, ctx: Context, default: str) -> str:
+    """The role the resource was tagged with (kept: only the user's tags change)."""
+    t = ctx.tagger
+    labels = dict(getattr(resource, "labels", None) or {})
+    return ownership.tags_of(resource).get(t.role_key) or labels.get(gcp_label_key(t.role_key)) or default
 
 
 def retag(gcp: GcpClients, ctx: Context) -> None:
-    raise NotImplementedError
+    from google.cloud import compute_v1
+
+    project, region, count = gcp.project, ctx.spec.provider.region, 0
+    for client, collection, scope, default in _LABELLED:
+        api = gcp.compute(client)
+        for r in named_like(gcp, ctx, client, collection, scope):
+            if not is_ours(r, ctx.tagger):
+                continue
+            labels = ownership.labels(ctx.tagger, _role(r, ctx, default))
+            count += 1
+            if dict(r.labels) == labels:
+                continue
+            request: dict[str, Any] = {"project": project, "request_id": new_request_id()}
+            if scope == "zone":
+                body = compute_v1.InstancesSetLabelsRequest(labels=labels, label_fingerprint=r.label_fingerprint)
+                request |= {"zone": last_segment(r.zone), "instance": r.name}
+                request["instances_set_labels_request_resource"] = body
+            else:
+                req = compute_v1.GlobalSetLabelsRequest(labels=labels, label_fingerprint=r.label_fingerprint)
+                request |= {"resource": r.name, "global_set_labels_request_resource": req}
+            call = partial(api.set_labels_unary, request=request, timeout=CALL_TIMEOUT)
+            op = gcp.call(f"compute.{collection}.setLabels", call)
+            wait(gcp, op, what=f"labels of {r.name}")
+    for client, collection, scope, default in _DESCRIBED:
+        api = gcp.compute(client)
+        for r in named_like(gcp, ctx, client, collection, scope):
+            if not is_ours(r, ctx.tagger):
+                continue
+            description = ownership.description(ctx.tagger, _role(r, ctx, default))
+            count += 1
+            if r.description == description:
+                continue
+            # The resource as read, description changed: PATCH validates the body as a whole resource
+            # (required fields, the network reference), and the fingerprint guards a concurrent edit.
+            body = type(r).deserialize(type(r).serialize(r))
+            body.description = description
+            fields: dict[str, Any] = {"project": project, "request_id": new_request_id()}
+            if collection == "firewalls":
+                fields |= {"firewall": r.name, "firewall_resource": body}
+            elif collection == "backendServices":
+                fields |= {"backend_service": r.name, "backend_service_resource": body}
+            else:
+                fields |= {"region": region, "router": r.name, "router_resource": body}
+            patch = partial(api.patch_unary, request=fields, timeout=CALL_TIMEOUT)
+            op = gcp.call(f"compute.{collection}.patch", patch)
+            wait(gcp, op, what=f"description of {r.name}")
+    ctx.log(f"tags updated on {count} resources: {', '.join(sorted(ctx.spec.tags)) or 'no user tags'}")
