@@ -8,10 +8,15 @@ from vmplane.clouds.deletes import TEARDOWN_TIMEOUT
 from vmplane.clouds.errors import InvalidRequestError
 from vmplane.clouds.gcp import mig, naming, ownership
 from vmplane.clouds.gcp.ids import gcp_ids
-from vmplane.clouds.gcp.instances import delete_instance, ensure_fixed_pool, wait_running
-from vmplane.clouds.gcp.operations import last_segment
+from vmplane.clouds.gcp.instances import (
+    delete_instance,
+    ensure_fixed_pool,
+    list_instances,
+    region_zones,
+    wait_running,
+)
 from vmplane.clouds.gcp.readiness import wait_bootstrapped
-from vmplane.clouds.gcp.session import CALL_TIMEOUT, GcpClients
+from vmplane.clouds.gcp.session import GcpClients
 from vmplane.clouds.waits import poll
 from vmplane.envspec.models import FixedPool
 from vmplane.state import VMState
@@ -38,16 +43,11 @@ def ensure_vms(gcp: GcpClients, ctx: Context) -> None:
 def job_instances(gcp: GcpClients, ctx: Context) -> list[tuple[str, str]]:
     """(zone, name) of every instance in the project named with the env's prefix carrying this job's id:
     recorded or not (a crash may leave an unrecorded one), MIG members included."""
-    client = gcp.compute("Instances")
     prefix = naming.prefix(ctx.spec)
-    pages = gcp.call(
-        "compute.instances.aggregatedList",
-        lambda: list(client.aggregated_list(project=gcp.project, timeout=CALL_TIMEOUT)),
-    )
+    zones = sorted(set(ctx.infra.Zones) | set(region_zones(gcp)))
     return sorted(
-        (last_segment(scope), inst.name)
-        for scope, listed in pages
-        for inst in listed.instances
+        (zone, inst.name)
+        for zone, inst in list_instances(gcp, zones)
         if inst.name.startswith(prefix) and ownership.owned_by(inst, ctx.tagger)
     )
 

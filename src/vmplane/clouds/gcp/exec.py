@@ -21,7 +21,7 @@ from typing import Any
 
 from vmplane.clouds.base import CommandResult, CommandStatus, SessionHint
 from vmplane.clouds.errors import ConflictError, InvalidRequestError, NotFoundError
-from vmplane.clouds.gcp.operations import last_segment, wait
+from vmplane.clouds.gcp.operations import wait
 from vmplane.clouds.gcp.readiness import guest_attributes
 from vmplane.clouds.gcp.session import CALL_TIMEOUT, GcpClients
 
@@ -39,21 +39,16 @@ _zones: weakref.WeakKeyDictionary[GcpClients, dict[str, str]] = weakref.WeakKeyD
 
 
 def zone_of(gcp: GcpClients, name: str) -> str:
-    """The zone of instance `name` (ids are names): one aggregatedList, remembered per client."""
+    """The zone of instance `name` (ids are names), found over the region's zones and remembered per
+    client (`run` keeps its neutral signature, which carries no zones)."""
+    from vmplane.clouds.gcp.instances import list_instances, region_zones
+
     cache = _zones.setdefault(gcp, {})
     if name not in cache:
-        client = gcp.compute("Instances")
-        pages = gcp.call(
-            "compute.instances.aggregatedList",
-            lambda: list(client.aggregated_list(project=gcp.project, timeout=CALL_TIMEOUT)),
-        )
-        for scope, listed in pages:
-            for inst in listed.instances:
-                cache[inst.name] = last_segment(scope)
+        for zone, inst in list_instances(gcp, region_zones(gcp)):
+            cache[inst.name] = zone
     if name not in cache:
-        raise NotFoundError(
-            f"no instance {name} in project {gcp.project}", operation="compute.instances.aggregatedList"
-        )
+        raise NotFoundError(f"no instance {name} in {gcp.project}/{gcp.region}", operation="compute.instances.list")
     return cache[name]
 
 

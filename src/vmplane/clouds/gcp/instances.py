@@ -31,6 +31,29 @@ def template_version(spec: EnvSpec, pool_name: str, template: str | None, curren
     return next((v for v in range(1, current + 2) if naming.template(spec, pool_name, v) == name), None)
 
 
+def region_zones(gcp: GcpClients) -> list[str]:
+    """The zones of the client's region (regions.get)."""
+    client = gcp.compute("Regions")
+    region = gcp.call(
+        "compute.regions.get", lambda: client.get(project=gcp.project, region=gcp.region, timeout=CALL_TIMEOUT)
+    )
+    return sorted(last_segment(z) for z in region.zones)
+
+
+def list_instances(gcp: GcpClients, zones: list[str]) -> list[tuple[str, Any]]:
+    """(zone, instance) over `zones`, one instances.list each (per zone rather than aggregatedList:
+    vmplane's zones are known, and the sandbox does not emulate the aggregated call)."""
+    client = gcp.compute("Instances")
+    out: list[tuple[str, Any]] = []
+    for zone in zones:
+        listed = gcp.call(
+            "compute.instances.list",
+            lambda z=zone: list(client.list(project=gcp.project, zone=z, timeout=CALL_TIMEOUT)),  # type: ignore[misc]
+        )
+        out.extend((zone, inst) for inst in listed)
+    return out
+
+
 def get_instance(gcp: GcpClients, zone: str, name: str) -> Any | None:
     client = gcp.compute("Instances")
     return find(
@@ -41,17 +64,32 @@ def get_instance(gcp: GcpClients, zone: str, name: str) -> Any | None:
 
 
 def insert_instance(gcp: GcpClients, ctx: Context, pool_name: str, name: str, zone: str) -> None:
-    """One VM from the pool's current template; labels and the tag set in the description are set on
-    the instance too, so ownership does not depend on the template."""
+    """One VM from the pool's current template. The template's properties are also sent inline (same
+    values, so Google's merge changes nothing), which keeps the VM's shape independent of how an
+    endpoint treats `sourceInstanceTemplate` (the sandbox ignores it)."""
     from google.cloud import compute_v1 as c
 
+    from vmplane.clouds.gcp.templates import get_template
+
     client = gcp.compute("Instances")
+    template_name = ctx.infra.LaunchTemplateID[pool_name]
+    found = get_template(gcp, template_name)
+    if found is None:
+        raise InvalidRequestError(f"instance template {template_name} is gone: re-run the template step")
+    p = found.properties
     resource = c.Instance(
         name=name,
         description=ownership.description(ctx.tagger, "vm"),
-        labels=ownership.labels(ctx.tagger, "vm"),
+        labels=dict(p.labels),
+        machine_type=f"zones/{zone}/machineTypes/{last_segment(p.machine_type)}",
+        disks=list(p.disks),
+        network_interfaces=list(p.network_interfaces),
+        service_accounts=list(p.service_accounts),
+        tags=p.tags,
+        metadata=p.metadata,
+        shielded_instance_config=p.shielded_instance_config,
     )
-    template = template_url(gcp, ctx.infra.LaunchTemplateID[pool_name])
+    template = template_url(gcp, template_name)
     create(
         gcp,
         "compute.instances.insert",
@@ -81,12 +119,13 @@ def record_instance(ctx: Context, rec: VMRecord, inst: Any) -> None:
 
 
 def source_template(inst: Any) -> str | None:
-    """The template an instance was made from: Google's `instance-template` metadata key (set on every
-    instance created from one), else the `sourceInstanceTemplate` field."""
+    """The template an instance was made from: Google's `instance-template` metadata key, set on an
+    instance created from one (None where an endpoint does not set it: the record then keeps the
+    version vmplane inserted it with)."""
     for item in inst.metadata.items if inst.metadata else []:
         if item.key == "instance-template":
             return str(item.value)
-    return str(inst.source_instance_template) or None
+    return None
 
 
 def ensure_fixed_pool(gcp: GcpClients, ctx: Context, pool_name: str, pool: FixedPool) -> None:
