@@ -16,7 +16,8 @@ from typing import Any
 
 import yaml
 
-from vmplane.envspec.models import SENTINEL_PATH, BootstrapMode, EnvSpec
+from vmplane.bootstrap import gcp_guest
+from vmplane.envspec.models import SENTINEL_PATH, BootstrapMode, Cloud, EnvSpec
 
 NETWORK_NAME = "nginx-on-zop-net"
 NGINX_CONTAINER_NAME = "zop-nginx"
@@ -215,6 +216,11 @@ def render_user_data(spec: EnvSpec, pool_name: str) -> str:
     if mode == BootstrapMode.nginx:
         write_files.append(_file(NGINX_CONF_PATH, NGINX_DEFAULT_CONF, "0644"))
     write_files.append(_file(BOOTSTRAP_SCRIPT_PATH, render_bootstrap_script(mode), "0755"))
+    runcmd: list[list[str]] = [["/bin/bash", BOOTSTRAP_SCRIPT_PATH]]
+    if spec.provider.cloud is Cloud.gcp:
+        # The sentinel reported through guest attributes, and the exec mailbox agent.
+        write_files.extend(_file(path, content, perms) for path, content, perms in gcp_guest.guest_files())
+        runcmd = gcp_guest.guest_runcmd(runcmd[0])
 
     config: dict[str, Any] = {
         # No SSH access at all: interactive access is only through the IAM-gated exec channel.
@@ -222,7 +228,7 @@ def render_user_data(spec: EnvSpec, pool_name: str) -> str:
         "disable_root": True,
         "write_files": write_files,
         # Invoked through bash so a noexec mount or lost mode bit cannot break the bootstrap.
-        "runcmd": [["/bin/bash", BOOTSTRAP_SCRIPT_PATH]],
+        "runcmd": runcmd,
     }
     header = (
         "#cloud-config\n"
