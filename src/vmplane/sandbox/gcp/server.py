@@ -1,0 +1,119 @@
+"""The embedded Google Cloud sandbox's HTTP server (stdlib ThreadingHTTPServer on 127.0.0.1).
+
+A request is routed through the discovery documents, its query and body checked against them, handed
+to the method's handler, and the answer checked against the method's response schema before it is
+written. Anything not Google's lives under `/_sandbox/` (control.py).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import traceback
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from vmplane.sandbox.gcp import (  # noqa: F401 - importing a family registers its handlers
+    compute_catalogue,
+    compute_groups,
+    compute_instances,
+    compute_lb,
+    compute_network,
+    control,
+    dns,
+    iam,
+)
+from vmplane.sandbox.gcp import discovery as disc
+from vmplane.sandbox.gcp.compute import HANDLERS, Call
+from vmplane.sandbox.gcp.errors import ApiError
+from vmplane.sandbox.gcp.schema import check_request, check_response
+from vmplane.sandbox.gcp.store import State
+
+log = logging.getLogger(__name__)
+
+
+class GcpSandbox:
+    """The server and its state; `start()` serves from a daemon thread until `stop()`."""
+
+    def __init__(self, port: int, host: str = "127.0.0.1") -> None:
+        self.state = State()
+        self.discovery = disc.get()
+        self.httpd = ThreadingHTTPServer((host, port), _handler_class(self))
+        self.httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self.httpd.serve_forever, name="gcp-sandbox", daemon=True)
+
+    @property
+    def port(self) -> int:
+        return int(self.httpd.server_address[1])
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def serve(self, http: str, target: str, body: Any) -> tuple[int, Any]:
+        """One request: (HTTP status, JSON answer)."""
+        url = urllib.parse.urlsplit(target)
+        raw_query = urllib.parse.parse_qs(url.query, keep_blank_values=True)
+        with self.state.lock:
+            try:
+                if url.path.startswith("/_sandbox/"):
+                    return 200, control.handle(self, http, url.path, raw_query, body)
+                return 200, self._google(http, url.path, raw_query, body)
+            except ApiError as e:
+                return e.code, e.body()
+            except Exception:  # a sandbox bug must still answer in Google's shape, never hang a client
+                log.error("sandbox failure on %s %s\n%s", http, target, traceback.format_exc())
+                return 500, ApiError(500, "backendError", "sandbox internal error; see the sandbox log").body()
+
+    def _google(self, http: str, path: str, raw_query: dict[str, list[str]], body: Any) -> Any:
+        method, params = self.discovery.route(http, path)
+        query = self.discovery.query(method, raw_query)
+        api = self.discovery.apis[method.api]
+        if method.request:
+            root = "resource" if method.api == "compute" else method.request[0].lower() + method.request[1:]
+            check_request(api.schemas, method.request, body if body is not None else {}, method.id, root)
+        fn = HANDLERS.get(method.id)
+        if fn is None:
+            raise ApiError(501, "notImplemented", f"the sandbox does not emulate {method.id}", "UNIMPLEMENTED")
+        call = Call(self.state, method, params, query, body, api.schemas)
+        if method.api == "compute" and method.response == "Operation" and query.get("requestId"):
+            seen = call.project.request_ids.get(query["requestId"])
+            if seen is not None:  # same requestId: the same operation, nothing done twice
+                return call.project.operations[seen]
+        result = fn(call)
+        if method.response:
+            check_response(api.schemas, method.response, result)
+        return result
+
+
+def _handler_class(sandbox: GcpSandbox) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def _serve(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            try:
+                body = json.loads(raw) if raw.strip() else None
+            except ValueError as e:
+                status, answer = 400, ApiError(400, "parseError", f"Invalid JSON payload received. {e}").body()
+            else:
+                status, answer = sandbox.serve(self.command, self.path, body)
+            data = json.dumps(answer).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json; charset=UTF-8")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
+
+        def log_message(self, format: str, *args: Any) -> None:
+            log.debug("%s %s", self.address_string(), format % args)
+
+    return Handler
