@@ -392,3 +392,50 @@ def _assert_no_lb(endpoint: str, p: str, spec: EnvSpec) -> None:
     for zone in ZONES:
         assert _gone(endpoint, p, "InstanceGroups", zone=zone, instance_group=naming.instance_group(spec, zone))
     assert [x for x in _rrsets(endpoint, p) if x["type"] == "A"] == []
+
+
+def _members(endpoint: str, p: str, zone: str, group: str) -> list[str]:
+    found = _client(endpoint, "InstanceGroups").list_instances(
+        project=p, zone=zone, instance_group=group,
+        instance_groups_list_instances_request_resource=compute_v1.InstanceGroupsListInstancesRequest(),
+    )  # fmt: skip
+    return sorted(m.instance.rsplit("/", 1)[-1] for m in found)
+
+
+def test_scale_of_a_fixed_pool_reconciles_the_groups_and_the_backends(endpoint: str, project: str) -> None:
+    """stepCreateTargetGroup also runs after `vmplane scale`: new Fixed VMs join, removed ones leave."""
+    spec = _spec()
+    gcp, ctx = _provision(endpoint, project, spec)
+    _attach(gcp, ctx)
+    p, zone_a, zone_b = project, ZONES[0], ZONES[1]
+    extra = naming.instance(spec, "web", 2)
+    nic = compute_v1.NetworkInterface(subnetwork=f"projects/{p}/regions/{REGION}/subnetworks/{naming.subnetwork(spec)}")
+    vm = compute_v1.Instance(name=extra, machine_type=f"zones/{zone_a}/machineTypes/e2-small", network_interfaces=[nic])
+    _done(endpoint, p, _client(endpoint, "Instances").insert_unary(project=p, zone=zone_a, instance_resource=vm))
+    ctx.infra.VMs.append(VMRecord(Name=extra, Pool="web", Index=2, ID=extra, AZ=zone_a, State=VMState.ready))
+
+    tally = _tally(lambda: lb.ensure_backend(gcp, ctx))
+    assert tally["compute.instanceGroups.addInstances"] == 1
+    assert not any(m.endswith(".insert") for m in tally), tally
+    group_a, group_b = naming.instance_group(spec, zone_a), naming.instance_group(spec, zone_b)
+    assert _members(endpoint, p, zone_a, group_a) == sorted([naming.instance(spec, "web", 0), extra])
+
+    # Scale down to zone a only: the VM in zone b leaves, its group leaves the backend service and goes.
+    ctx.infra.VMs = [v for v in ctx.infra.VMs if v.Name != naming.instance(spec, "web", 1)]
+    lb.ensure_backend(gcp, ctx)
+    bs = _get(endpoint, p, "BackendServices", backend_service=naming.backend_service(spec))
+    assert sorted(b.group.rsplit("/", 1)[-1] for b in bs.backends) == sorted([group_a, naming.mig(spec, "api")])
+    assert _gone(endpoint, p, "InstanceGroups", zone=zone_b, instance_group=group_b)
+    assert gcp_ids(ctx.infra).InstanceGroups == {zone_a: group_a}
+    lb_teardown.detach(gcp, ctx, keep_vms=False)
+    _assert_no_lb(endpoint, p, spec)
+
+
+def _tally(fn: Any) -> Counter[str]:
+    tally: Counter[str] = Counter()
+    token = API_CALLS.set(tally)
+    try:
+        fn()
+    finally:
+        API_CALLS.reset(token)
+    return tally

@@ -359,6 +359,10 @@ def ensure_dns_record(gcp: GcpClients, ctx: Context) -> None:
     zone = dns.resolve_zone(gcp, lb)  # before anything is written: a domain no zone holds fails here
     ids.DnsZone = zone
     changed = dns.upsert_a(gcp, ctx, zone, lb.domain, ip)
+    for rec in [r for r in ids.DnsRecords if r.Type == "A" and r.Name != dns.fqdn(lb.domain)]:
+        dns.delete_record(gcp, rec)  # the domain changed: the old name no longer points at us
+        ids.DnsRecords = [r for r in ids.DnsRecords if r != rec]
+        ctx.save()
     ctx.log(f"DNS {dns.fqdn(lb.domain)} A {ip} (TTL {dns.TTL}) in zone {zone}{'' if changed else ', unchanged'}")
     state = certs.wait_active(gcp, ctx, lb.domain)
     if state == "ACTIVE":
