@@ -1,5 +1,5 @@
-"""Shared fixtures: a sandbox per test session (moto's server, started through vmplane itself on a
-free 127.0.0.1 port) and an isolated VMPLANE_HOME per test for the real `vmplane` CLI."""
+"""Shared fixtures: a sandbox per test session (moto's server and the Google Cloud sandbox, started
+through vmplane itself on two free 127.0.0.1 ports) and an isolated VMPLANE_HOME per test for the real `vmplane` CLI."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.helpers import Cli, Sandbox, free_port
+from tests.helpers import SESSION_GCP_PORTS, Cli, Sandbox, free_port
 
 
 @pytest.fixture(scope="session")
@@ -16,15 +16,16 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
     from vmplane.settings import Settings
 
     home = tmp_path_factory.mktemp("sandbox-home")
-    settings = Settings(home=home, sandbox_port=free_port())
+    settings = Settings(home=home, sandbox_port=free_port(), gcp_sandbox_port=free_port())
     info = control.start(settings)
-    yield Sandbox(port=info.port, home=home)
+    SESSION_GCP_PORTS[info.port] = settings.gcp_sandbox_port
+    yield Sandbox(port=info.port, home=home, gcp_port=settings.gcp_sandbox_port)
     control.stop(settings)
 
 
 @pytest.fixture
 def cli(tmp_path: Path, sandbox: Sandbox) -> Cli:
-    return Cli(home=tmp_path / "home", sandbox_port=sandbox.port)
+    return Cli(home=tmp_path / "home", sandbox_port=sandbox.port, gcp_port=sandbox.gcp_port)
 
 
 @pytest.fixture(scope="session")

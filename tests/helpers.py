@@ -21,14 +21,56 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+GCP_PROJECT = "vmplane-sandbox"
+SESSION_GCP_PORTS: dict[int, int] = {}  # AWS port -> GCP port of the sandboxes this test process started
+
+
 @dataclass
 class Sandbox:
     port: int
     home: Path
+    gcp_port: int = 0
 
     @property
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def gcp_endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.gcp_port}"
+
+    def gcp_compute(self, client_cls: type[Any]) -> Any:
+        """A google-cloud-compute REST client (e.g. compute_v1.NetworksClient) against the GCP sandbox."""
+        from google.api_core.client_options import ClientOptions
+        from google.auth.credentials import AnonymousCredentials
+
+        return client_cls(
+            credentials=AnonymousCredentials(),
+            client_options=ClientOptions(api_endpoint=self.gcp_endpoint),
+            transport="rest",
+        )
+
+    def gcp_discovery(self, api: str, version: str = "v1") -> Any:
+        """A googleapiclient service (dns, iam, cloudresourcemanager) against the GCP sandbox."""
+        from google.auth.credentials import AnonymousCredentials
+        from googleapiclient.discovery import build
+
+        return build(
+            api,
+            version,
+            credentials=AnonymousCredentials(),
+            static_discovery=True,
+            client_options={"api_endpoint": self.gcp_endpoint},
+        )
+
+    def gcp_control(self, action: str, body: dict[str, Any] | None = None, method: str = "POST") -> Any:
+        """Call one of the GCP sandbox's /_sandbox/ endpoints."""
+        import urllib.request
+
+        data = json.dumps(body or {}).encode() if method == "POST" else None
+        req = urllib.request.Request(f"{self.gcp_endpoint}/_sandbox/{action}", data=data, method=method)
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return json.loads(r.read())
 
     def client(self, service: str, region: str = "us-east-1") -> Any:
         import boto3
@@ -46,11 +88,23 @@ class Sandbox:
 class Cli:
     home: Path
     sandbox_port: int
+    # Default: the session sandbox's GCP port when sandbox_port is the session's, else a free port (so a
+    # test that starts its own sandbox never collides on 4567).
+    gcp_port: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.gcp_port:
+            self.gcp_port = SESSION_GCP_PORTS.get(self.sandbox_port) or free_port()
 
     @property
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "VMPLANE_"))}
-        env.update(VMPLANE_HOME=str(self.home), VMPLANE_SANDBOX_PORT=str(self.sandbox_port), COLUMNS="200")
+        env.update(
+            VMPLANE_HOME=str(self.home),
+            VMPLANE_SANDBOX_PORT=str(self.sandbox_port),
+            VMPLANE_GCP_SANDBOX_PORT=str(self.gcp_port),
+            COLUMNS="200",
+        )
         return env
 
     def popen(self, *args: str, extra_env: dict[str, str] | None = None) -> subprocess.Popen[str]:

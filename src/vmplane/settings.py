@@ -14,6 +14,8 @@ class Settings(BaseSettings):
 
     home: Path = Field(default_factory=lambda: Path.home() / ".vmplane")
     sandbox_port: int = Field(default=4566, ge=1, le=65535)
+    # The embedded Google Cloud sandbox, served by the same process on its own port.
+    gcp_sandbox_port: int = Field(default=4567, ge=1, le=65535)
     # vmplane's own tables (jobs, environments); SQLite under home unless set.
     database_url: str | None = None
     # DBOS's system database; defaults to a second SQLite file next to the first (or the same

@@ -1,4 +1,4 @@
-"""`vmplane sandbox`: the emulated AWS account (moto's server) on 127.0.0.1."""
+"""`vmplane sandbox`: the emulated AWS account (moto's server) and Google Cloud project on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import typer
 from vmplane.cli.common import OutputOpt, begin, print_json
 
 sandbox_app = typer.Typer(
-    help="The sandbox: an emulated AWS account (moto's server) on 127.0.0.1.", no_args_is_help=True
+    help="The sandbox: an emulated AWS account (moto's server) and Google Cloud project on 127.0.0.1.",
+    no_args_is_help=True,
 )
 
 
@@ -21,7 +22,8 @@ def _sandbox_call(action: str, output: str) -> None:
         print_json(info.to_json())
     else:
         state = "running" if info.running else "stopped"
-        typer.echo(f"sandbox {state} at {info.endpoint}" + (f" (pid {info.pid})" if info.pid and info.running else ""))
+        pid = f" (pid {info.pid})" if info.pid and info.running else ""
+        typer.echo(f"sandbox {state} at {info.endpoint} (AWS) and {info.gcp_endpoint} (Google Cloud){pid}")
 
 
 @sandbox_app.command("start")

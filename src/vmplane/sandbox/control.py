@@ -1,4 +1,5 @@
-"""Start, stop, inspect and reset the sandbox (moto's server on 127.0.0.1)."""
+"""Start, stop, inspect and reset the sandbox: one process on 127.0.0.1 serving moto (AWS) on
+`sandbox_port` and the embedded Google Cloud sandbox on `gcp_sandbox_port`."""
 
 from __future__ import annotations
 
@@ -14,8 +15,12 @@ import urllib.request
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from vmplane.clouds.errors import UnsupportedError
+from vmplane.envspec.base import Cloud
 from vmplane.errors import VmplaneError
 from vmplane.settings import Settings
+
+GCP_PROJECT = "vmplane-sandbox"  # any valid project id works; this one is shown as the default
 
 START_TIMEOUT = 30.0
 
@@ -30,13 +35,31 @@ class SandboxInfo:
     port: int
     pid: int | None = None
     started_at: float | None = None
+    gcp_port: int | None = None
 
     @property
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    @property
+    def gcp_endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.gcp_port}"
+
+    def endpoint_for(self, cloud: Cloud) -> str:
+        if cloud == Cloud.aws:
+            return self.endpoint
+        if cloud == Cloud.gcp:
+            return self.gcp_endpoint
+        raise UnsupportedError(f"the sandbox emulates AWS and Google Cloud; provider.cloud is {cloud.value}")
+
     def to_json(self) -> dict[str, object]:
-        return {**asdict(self), "endpoint": self.endpoint}
+        # `endpoint`/`port` (AWS) stay at the top level for callers that predate the GCP sandbox.
+        return {
+            **asdict(self),
+            "endpoint": self.endpoint,
+            "aws": {"endpoint": self.endpoint},
+            "gcp": {"endpoint": self.gcp_endpoint, "project": GCP_PROJECT},
+        }
 
 
 def _state_file(settings: Settings) -> Path:
@@ -52,6 +75,19 @@ def _answers(port: int) -> bool:
         return False
 
 
+def _gcp_answers(port: int) -> bool:
+    """True if the Google Cloud sandbox answers on the port (its own status endpoint)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/_sandbox/status", timeout=1) as r:
+            return r.status == 200 and b'"sandbox": "gcp"' in r.read(256)
+    except (OSError, ValueError):
+        return False
+
+
+def _both(settings: Settings) -> bool:
+    return _answers(settings.sandbox_port) and _gcp_answers(settings.gcp_sandbox_port)
+
+
 def status(settings: Settings) -> SandboxInfo:
     port = settings.sandbox_port
     pid = started = None
@@ -63,19 +99,33 @@ def status(settings: Settings) -> SandboxInfo:
                 pid, started = data.get("pid"), data.get("started_at")
         except (OSError, ValueError):
             pass
-    return SandboxInfo(running=_answers(port), port=port, pid=pid, started_at=started)
+    gcp = settings.gcp_sandbox_port
+    return SandboxInfo(running=_both(settings), port=port, pid=pid, started_at=started, gcp_port=gcp)
 
 
 def start(settings: Settings) -> SandboxInfo:
     current = status(settings)
     if current.running:
         return current
+    if _answers(settings.sandbox_port) and current.pid:
+        raise SandboxError(
+            "the running sandbox has no Google Cloud side (started by an older vmplane?); "
+            "restart it: vmplane sandbox stop && vmplane sandbox start"
+        )
     home = settings.ensure_home()
     log = (home / "sandbox.log").open("ab")
     # Only what moto needs: the user's AWS credentials never reach the sandbox process.
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "vmplane.sandbox.serve", "--port", str(settings.sandbox_port)],
+        [
+            sys.executable,
+            "-m",
+            "vmplane.sandbox.serve",
+            "--port",
+            str(settings.sandbox_port),
+            "--gcp-port",
+            str(settings.gcp_sandbox_port),
+        ],
         stdout=log,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
@@ -84,21 +134,29 @@ def start(settings: Settings) -> SandboxInfo:
     )
     deadline = time.monotonic() + START_TIMEOUT
     delay = 0.05
-    while not _answers(settings.sandbox_port):
+    while not _both(settings):
         if proc.poll() is not None:
             raise SandboxError(f"the sandbox exited with code {proc.returncode}; see {home / 'sandbox.log'}")
         if time.monotonic() > deadline:
             proc.terminate()
             raise SandboxError(
-                f"the sandbox did not answer on 127.0.0.1:{settings.sandbox_port} in {START_TIMEOUT:.0f}s"
+                f"the sandbox did not answer on 127.0.0.1:{settings.sandbox_port} and :{settings.gcp_sandbox_port} "
+                f"in {START_TIMEOUT:.0f}s"
             )
         time.sleep(delay)
         delay = min(delay * 1.5, 0.5)
-    info = SandboxInfo(running=True, port=settings.sandbox_port, pid=proc.pid, started_at=time.time())
+    info = SandboxInfo(
+        running=True,
+        port=settings.sandbox_port,
+        pid=proc.pid,
+        started_at=time.time(),
+        gcp_port=settings.gcp_sandbox_port,
+    )
     from vmplane.sandbox.seed import seed
 
     seed(info.endpoint)
-    _state_file(settings).write_text(json.dumps({"pid": proc.pid, "port": info.port, "started_at": info.started_at}))
+    record = {"pid": proc.pid, "port": info.port, "gcp_port": info.gcp_port, "started_at": info.started_at}
+    _state_file(settings).write_text(json.dumps(record))
     return info
 
 
@@ -121,11 +179,14 @@ def stop(settings: Settings) -> SandboxInfo:
 
 
 def reset(settings: Settings) -> SandboxInfo:
-    """Forget every emulated resource (moto's reset API); the server keeps running."""
+    """Forget every emulated resource (moto's reset API, the GCP sandbox's); the server keeps running."""
     current = status(settings)
     if not current.running:
         raise SandboxError("the sandbox is not running (vmplane sandbox start)")
     req = urllib.request.Request(f"{current.endpoint}/moto-api/reset", method="POST")
+    with urllib.request.urlopen(req, timeout=10):
+        pass
+    req = urllib.request.Request(f"{current.gcp_endpoint}/_sandbox/reset", method="POST", data=b"{}")
     with urllib.request.urlopen(req, timeout=10):
         pass
     from vmplane.sandbox.seed import seed

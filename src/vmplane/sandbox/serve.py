@@ -1,4 +1,5 @@
-"""The sandbox process: moto's server on 127.0.0.1, an emulated AWS account that lives in memory.
+"""The sandbox process: moto's server (an emulated AWS account) and the embedded Google Cloud sandbox
+(an emulated project, vmplane.sandbox.gcp), both on 127.0.0.1 in one process, on two ports.
 
 Run by `vmplane sandbox start` (or `--sandbox`) as a detached child; it stays up for later commands
 until `vmplane sandbox stop`.
@@ -7,20 +8,38 @@ until `vmplane sandbox stop`.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import signal
 import threading
+import time
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m vmplane.sandbox.serve")
-    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--port", type=int, required=True, help="moto's port (AWS)")
+    parser.add_argument("--gcp-port", type=int, default=None, help="the Google Cloud sandbox's port")
     args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # moto's per-request lines, as before
     # Lets the sandbox attach AWS managed policies such as AmazonSSMManagedInstanceCore.
     os.environ["MOTO_IAM_LOAD_MANAGED_POLICIES"] = "true"
     # moto marks a DNS-validated certificate ISSUED once this many seconds have passed (it never looks
     # at the validation record). AWS takes minutes after the record exists; the sandbox does not wait.
     os.environ["MOTO_ACM_VALIDATION_WAIT"] = "0"
+    gcp = None
+    if args.gcp_port:
+        from vmplane.sandbox.gcp.server import GcpSandbox
+
+        started = time.perf_counter()
+        gcp = GcpSandbox(args.gcp_port)
+        gcp.start()
+        logging.getLogger("vmplane.sandbox").info(
+            "Google Cloud sandbox on 127.0.0.1:%d in %.3fs (discovery %s)",
+            gcp.port,
+            time.perf_counter() - started,
+            gcp.discovery.revisions,
+        )
     from moto.server import ThreadedMotoServer
 
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=args.port, verbose=False)
@@ -33,6 +52,8 @@ def main() -> None:
     while not stop.wait(0.2):
         pass
     server.stop()
+    if gcp is not None:
+        gcp.stop()
 
 
 if __name__ == "__main__":

@@ -70,7 +70,8 @@ class Call:
     @property
     def name(self) -> str:
         """The resource the call is about: the last path parameter, or (autoscalers' patch) a query one."""
-        last = self.method.order[-1] if self.method.order else "project"
+        in_path = [p for p in self.method.order if self.method.params[p].get("location") == "path"]
+        last = in_path[-1] if in_path else "project"
         if last not in _SCOPE_PARAMS:
             return self.params[last]
         given = self.query.get(self.method.resource.removeprefix("region").lower()[:-1]) or self.query.get("autoscaler")

@@ -295,7 +295,6 @@ def _mig_patch(call: Call) -> Resource:
     from vmplane.sandbox.gcp.compute import resolver
 
     _mig_refs(body, resolver(call))
-    before = template_of(mig)
     for k, v in body.items():
         if k not in ("name", "id", "selfLink", "kind", "region", "instanceGroup", "creationTimestamp"):
             mig[k] = v
@@ -304,7 +303,7 @@ def _mig_patch(call: Call) -> Resource:
     elif "instanceTemplate" in body:
         mig["versions"] = [{"instanceTemplate": mig["instanceTemplate"]}]
     mig["fingerprint"] = fingerprint()
-    if template_of(mig) != before and mig.get("updatePolicy", {}).get("type") == "PROACTIVE":
+    if mig.get("updatePolicy", {}).get("type") == "PROACTIVE":  # bring every outdated instance to the version
         _replace_all(call, mig)
     return _mig_op(call, mig, "compute.instanceGroupManagers.patch")
 

@@ -4,7 +4,6 @@ PROVISIONING -> RUNNING when the insert completes, stop/start, and guest attribu
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 from vmplane.sandbox.gcp import guest
 from vmplane.sandbox.gcp.compute import Call, Hook, Kind, Resolve, handler, register, resolver
@@ -12,7 +11,7 @@ from vmplane.sandbox.gcp.compute_catalogue import MACHINE_TYPES, default_service
 from vmplane.sandbox.gcp.compute_network import allocate_ip
 from vmplane.sandbox.gcp.errors import condition_not_met, invalid
 from vmplane.sandbox.gcp.schema import require_body
-from vmplane.sandbox.gcp.store import Project, Resource, State, check_labels, fingerprint, now, public, self_link
+from vmplane.sandbox.gcp.store import Project, Resource, State, check_labels, fingerprint, now, self_link
 
 
 def nic_refs(r: Resource, ref: Resolve, where: str = "resource") -> None:
@@ -232,7 +231,3 @@ def _start(call: Call) -> Resource:
 @handler("compute.instances.getGuestAttributes")
 def _guest_attributes(call: Call) -> Resource:
     return guest.query(call.get(), call.query.get("queryPath"), call.query.get("variableKey"))
-
-
-def shown(r: Resource) -> dict[str, Any]:
-    return public(r)

@@ -1,5 +1,6 @@
 """The sandbox's own endpoints under `/_sandbox/` (not Google's API; tests and vmplane use them):
 
+- `GET  /_sandbox/status`: `{"sandbox": "gcp", "revisions": {...}, "discoverySeconds": s}` (liveness).
 - `POST /_sandbox/reset`: forget every project (they come back, seeded, on first use); guest mode `auto`.
 - `GET  /_sandbox/state?project=P`: every stored resource of P (default vmplane-sandbox) as JSON, with
   the discovery documents' revisions, for debugging.
@@ -25,6 +26,13 @@ if TYPE_CHECKING:
 def handle(sandbox: GcpSandbox, http: str, path: str, query: dict[str, list[str]], body: Any) -> Any:
     state = sandbox.state
     action = path.removeprefix("/_sandbox/")
+    if http == "GET" and action == "status":
+        return {
+            "sandbox": "gcp",
+            "revisions": sandbox.discovery.revisions,
+            "discoverySeconds": round(sandbox.discovery.load_seconds, 3),
+            "defaultProject": DEFAULT_PROJECT,
+        }
     if http == "GET" and action == "state":
         project = state.project(query.get("project", [DEFAULT_PROJECT])[-1])
         return {

@@ -15,7 +15,7 @@ import secrets
 from vmplane.sandbox.gcp.compute import Call, handler
 from vmplane.sandbox.gcp.errors import ApiError, invalid
 from vmplane.sandbox.gcp.schema import require_body
-from vmplane.sandbox.gcp.store import Project, Resource, State, now
+from vmplane.sandbox.gcp.store import Project, Resource, State
 
 ACCOUNT_ID = re.compile(r"[a-z](?:[-a-z0-9]{4,28}[a-z0-9])")
 _MEMBER = re.compile(
@@ -149,6 +149,3 @@ def _set_policy(call: Call) -> Resource:
         stored["auditConfigs"] = copy.deepcopy(policy["auditConfigs"])
     project.policy = stored
     return copy.deepcopy(stored)
-
-
-__all__ = ["now"]
