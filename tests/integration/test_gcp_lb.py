@@ -59,6 +59,10 @@ def _one_certificate_look(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(autouse=True)
 def _shared_address(monkeypatch: pytest.MonkeyPatch) -> None:
+    allow_shared_address(monkeypatch)
+
+
+def allow_shared_address(monkeypatch: pytest.MonkeyPatch) -> None:
     """Google lets several global forwarding rules share one address on different ports (the documented
     HTTP->HTTPS redirect does exactly that); the sandbox at gcp-sandbox 3efc0ca refuses a second user.
     Until it is fixed there, the rule's address check runs with the address's other users set aside.
