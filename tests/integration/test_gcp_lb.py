@@ -23,7 +23,7 @@ from google.cloud import compute_v1
 from tests.helpers import free_port
 
 from vmplane.clouds.base import API_CALLS, Context, Tagger
-from vmplane.clouds.errors import InvalidRequestError
+from vmplane.clouds.errors import CloudError, InvalidRequestError
 from vmplane.clouds.gcp import lb, lb_teardown, naming
 from vmplane.clouds.gcp.ids import gcp_ids
 from vmplane.clouds.gcp.session import GcpClients, GcpTarget
@@ -443,3 +443,27 @@ def _tally(fn: Any) -> Counter[str]:
     finally:
         API_CALLS.reset(token)
     return tally
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=CloudError,
+    reason="gcp-sandbox does not emulate targetHttpsProxies.setSslCertificates yet (Google does); "
+    "strict: remove this mark once it does",
+)
+def test_a_domain_change_makes_a_new_certificate_switches_the_proxy_then_deletes_the_old(
+    endpoint: str, project: str
+) -> None:
+    spec = _spec()
+    gcp, ctx = _provision(endpoint, project, spec)
+    _attach(gcp, ctx)
+    old = naming.certificate(spec, DOMAIN)
+    moved = _spec(domain="shop2.sandbox.vmplane.test")
+    ctx.spec = moved
+    lb.ensure_listeners(gcp, ctx)
+    lb.ensure_dns_record(gcp, ctx)
+    new = naming.certificate(moved, "shop2.sandbox.vmplane.test")
+    proxy = _get(endpoint, project, "TargetHttpsProxies", target_https_proxy=naming.https_proxy(spec))
+    assert [c.rsplit("/", 1)[-1] for c in proxy.ssl_certificates] == [new]
+    assert _gone(endpoint, project, "SslCertificates", ssl_certificate=old)
+    assert [x["name"] for x in _rrsets(endpoint, project) if x["type"] == "A"] == ["shop2.sandbox.vmplane.test."]
