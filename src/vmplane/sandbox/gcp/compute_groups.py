@@ -58,7 +58,7 @@ register(
     Kind("instanceGroups", "InstanceGroup", "instance group", _group_refs, _group_prepare),
     ("insert", "get", "list", "delete"),
 )
-register("regionInstanceGroups", _TEMPLATE, ("get", "list"))
+register("regionInstanceGroups", _TEMPLATE, ("list",))
 
 
 def _members_of(call: Call, body: Resource) -> list[str]:

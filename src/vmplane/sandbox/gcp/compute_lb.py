@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 
-from vmplane.sandbox.gcp.compute import Call, Kind, Resolve, fingerprint_of, handler, key_of, register
+from vmplane.sandbox.gcp.compute import Call, Kind, Resolve, fingerprint_of, handler, key_of, register, resolver
 from vmplane.sandbox.gcp.errors import condition_not_met, invalid
 from vmplane.sandbox.gcp.schema import require_body
 from vmplane.sandbox.gcp.store import Resource, check_labels, fingerprint, now
@@ -157,35 +157,47 @@ def _rule_prepare(call: Call, r: Resource) -> None:
     if not r.get("_uses"):
         raise invalid("Invalid value for field 'resource.IPAddress': the sandbox needs a reserved global address.")
     address = call.project.compute[key_of({"selfLink": r["_uses"][0]})]
-    if address["users"]:
-        raise invalid(f"Invalid value for field 'resource.IPAddress': '{given}'. The address is already in use.")
     r["IPAddress"] = address["address"]
     port = str(r.get("portRange", ""))
     if not port:
         raise invalid("Invalid value for field 'resource.portRange': ''. A port range is required.")
     r["portRange"] = port if "-" in port else f"{port}-{port}"
+    # One address may front several rules (443 and the :80 redirect), never two on the same port.
+    for user in address["users"]:
+        other = call.project.compute.get(key_of({"selfLink": user}))
+        if user != r["selfLink"] and other is not None and other.get("portRange") == r["portRange"]:
+            raise invalid(
+                f"Invalid value for field 'resource.portRange': '{port}'. The address {address['name']} already "
+                f"serves this port range through {other['name']}."
+            )
     r.setdefault("IPProtocol", "TCP")
     r.setdefault("loadBalancingScheme", "EXTERNAL")
     r.setdefault("networkTier", "PREMIUM")
     r["fingerprint"] = fingerprint()
     check_labels(r.get("labels"))
-    address.update(status="IN_USE", users=[r["selfLink"]])
+    users = [u for u in address["users"] if u != r["selfLink"]]
+    address.update(status="IN_USE", users=[*users, r["selfLink"]])
 
 
 def _rule_deleting(call: Call, r: Resource) -> None:
     for link in r.get("_uses", []):
         address = call.project.compute.get(key_of({"selfLink": link}))
         if address:
-            address.update(status="RESERVED", users=[])
+            users = [u for u in address["users"] if u != r["selfLink"]]
+            address.update(status="IN_USE" if users else "RESERVED", users=users)
 
 
-register("healthChecks", Kind("healthChecks", "HealthCheck", "health check", prepare=_hc_prepare), _ALL)
+register(
+    "healthChecks",
+    Kind("healthChecks", "HealthCheck", "health check", prepare=_hc_prepare),
+    (*_ALL, "patch", "update"),
+)
 register(
     "backendServices",
     Kind("backendServices", "BackendService", "backend service", _bs_refs, _bs_prepare),
     (*_ALL, "patch", "update"),
 )
-register("urlMaps", Kind("urlMaps", "UrlMap", "url map", _urlmap_refs, _urlmap_prepare), _ALL)
+register("urlMaps", Kind("urlMaps", "UrlMap", "url map", _urlmap_refs, _urlmap_prepare), (*_ALL, "patch", "update"))
 register("sslCertificates", Kind("sslCertificates", "SslCertificate", "ssl certificate", prepare=_cert_prepare), _ALL)
 register(
     "targetHttpsProxies",
@@ -215,3 +227,35 @@ def _rule_labels(call: Call) -> Resource:
     r["labels"] = dict(body.get("labels") or {})
     r["labelFingerprint"] = fingerprint_of(r["labels"])
     return call.operation("setLabels", r)
+
+
+def _set_field(call: Call, field: str, value: object, collections: tuple[str, ...]) -> Resource:
+    """The `set*` calls of proxies and rules: one reference replaced after it is checked, like an insert's."""
+    r = call.get()
+    ref = resolver(call)
+    if isinstance(value, list):
+        r[field] = [ref(f"{field}[{i}]", v, collections) for i, v in enumerate(value)]
+    else:
+        r[field] = ref(field, value, collections)
+    if not r[field]:
+        raise invalid(f"Invalid value for field '{field}': ''. It is required.")
+    r["fingerprint"] = fingerprint()
+    return call.operation(call.method.verb, r)
+
+
+@handler("compute.targetHttpsProxies.setSslCertificates")
+def _set_certs(call: Call) -> Resource:
+    body = require_body(call.body)
+    return _set_field(call, "sslCertificates", list(body.get("sslCertificates") or []), ("sslCertificates",))
+
+
+@handler("compute.targetHttpsProxies.setUrlMap")
+@handler("compute.targetHttpProxies.setUrlMap")
+def _set_url_map(call: Call) -> Resource:
+    return _set_field(call, "urlMap", require_body(call.body).get("urlMap"), ("urlMaps",))
+
+
+@handler("compute.globalForwardingRules.setTarget")
+def _set_target(call: Call) -> Resource:
+    targets = ("targetHttpsProxies", "targetHttpProxies")
+    return _set_field(call, "target", require_body(call.body).get("target"), targets)

@@ -76,6 +76,23 @@ def _get(call: Call) -> Resource:
     return _find(call.state, call.params["name"])
 
 
+@handler("iam.projects.serviceAccounts.patch")
+def _patch(call: Call) -> Resource:
+    """displayName and description only, as `updateMask` names them (Google's two mutable fields)."""
+    account = _find(call.state, call.params["name"])
+    body = call.body if isinstance(call.body, dict) else {}
+    mask = [f.strip() for f in str(body.get("updateMask", "")).split(",") if f.strip()]
+    given = body.get("serviceAccount") or {}
+    for field in mask:
+        if field not in ("displayName", "description"):
+            from vmplane.sandbox.gcp.errors import invalid
+
+            raise invalid(f"Invalid update mask field '{field}': only displayName and description can change.")
+        account[field] = given.get(field, "")
+    account["etag"] = _etag()
+    return account
+
+
 @handler("iam.projects.serviceAccounts.list")
 def _list(call: Call) -> Resource:
     return {"accounts": list(_project_of(call.state, call.params["name"]).service_accounts.values())}

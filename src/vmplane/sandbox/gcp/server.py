@@ -21,6 +21,7 @@ from vmplane.sandbox.gcp import (  # noqa: F401 - importing a family registers i
     compute_instances,
     compute_lb,
     compute_network,
+    compute_region_groups,
     control,
     dns,
     iam,
