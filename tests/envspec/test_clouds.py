@@ -172,7 +172,7 @@ def test_aws_defaults_are_unchanged():
 
 def test_gcp_defaults():
     spec = load(GCP, extra='"loadBalancer": { "domain": "a.example.com" }')
-    assert (pool(spec).instance_type, pool(spec).image) == ("e2-small", "debian-12")
+    assert (pool(spec).instance_type, pool(spec).image) == ("e2-small", "ubuntu-24.04")
     assert spec.exec_mode is ExecMode.OSConfig
     assert spec.load_balancer is not None and spec.load_balancer.cert_source is CertSource.GCPManaged
 

@@ -32,7 +32,8 @@ CERT_SOURCE: dict[Cloud, CertSource] = {
 }
 POOL_DEFAULTS: dict[Cloud, dict[str, str]] = {
     Cloud.aws: {"instanceType": "t3.small", "image": "al2023"},
-    Cloud.gcp: {"instanceType": "e2-small", "image": "debian-12"},  # the debian-cloud image family
+    # Google's Debian images do not run cloud-init (the bootstrap's carrier); its Ubuntu images do.
+    Cloud.gcp: {"instanceType": "e2-small", "image": "ubuntu-24.04"},
     Cloud.azure: {"instanceType": "Standard_B2s", "image": "ubuntu-24.04"},
 }
 PROXMOX_CORES, PROXMOX_MEMORY_MB = 2, 2048

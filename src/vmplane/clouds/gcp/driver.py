@@ -15,7 +15,9 @@ from vmplane.clouds.base import (
     SessionHint,
     TagRules,
 )
+from vmplane.clouds.errors import CloudError
 from vmplane.clouds.gcp import (
+    images,
     compute,
     firewall,
     identity,
@@ -56,6 +58,21 @@ class GcpDriver(CloudDriver):
     def __init__(self, target: GcpTarget) -> None:
         self.target = target
         self.gcp = GcpClients(target)
+
+    def validate(self, spec: EnvSpec) -> list[str]:
+        out = super().validate(spec)
+        for name, pool in spec.pools.items():
+            try:
+                project = images.image_ref(pool.image)[0]
+            except CloudError as e:
+                out.append(f"pools.{name}.image: {e.args[0]}")
+                continue
+            if project in images.NO_CLOUD_INIT:
+                out.append(
+                    f"pools.{name}.image: {pool.image} comes from {project}, whose images do not run cloud-init, "
+                    "which carries vmplane's bootstrap; use ubuntu-24.04 or an image with cloud-init"
+                )
+        return out
 
     def preflight(self, ctx: Context) -> None:
         preflight.preflight(self.gcp, ctx)
@@ -119,6 +136,12 @@ class GcpDriver(CloudDriver):
 
     def session_hint(self, vm_id: str) -> SessionHint:
         return gcp_exec.session_hint(self.gcp, vm_id)
+
+    def step_dependencies(self) -> dict[str, list[str]]:
+        # The record's wait needs the managed certificate, which the listener step makes with the proxy.
+        deps = super().step_dependencies()
+        deps["stepCreateDNSRecord"] = ["stepCreateLoadBalancer", "stepCreateListener"]
+        return deps
 
     def provision_resources(self, spec: EnvSpec, infra: InfraConfig) -> list[PlannedResource]:
         return gcp_plan.provision_resources(spec, infra, self.target.project)

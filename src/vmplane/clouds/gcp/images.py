@@ -20,6 +20,9 @@ FAMILIES: dict[str, tuple[str, str]] = {
     "ubuntu-24.04": ("ubuntu-os-cloud", "ubuntu-2404-lts-amd64"),
     "ubuntu-22.04": ("ubuntu-os-cloud", "ubuntu-2204-lts"),
 }
+# Image projects whose public images have no cloud-init (Google's Debian images run startup scripts
+# through the guest agent instead): vmplane's bootstrap would never run there.
+NO_CLOUD_INIT = frozenset({"debian-cloud"})
 _EXPLICIT = re.compile(
     r"^(?:https://www\.googleapis\.com/compute/v1/)?projects/([a-z][-a-z0-9.:]*)/global/images/([a-z][-a-z0-9]*)$"
 )

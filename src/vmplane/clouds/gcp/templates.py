@@ -15,10 +15,10 @@ from vmplane.clouds.base import Context
 from vmplane.clouds.errors import ConflictError
 from vmplane.clouds.gcp import naming, ownership
 from vmplane.clouds.gcp.ids import gcp_ids
+from vmplane.clouds.gcp.images import resolve_image
 from vmplane.clouds.gcp.operations import create, find, last_segment, remove
 from vmplane.clouds.gcp.session import CALL_TIMEOUT, GcpClients
 
-IMAGE_PROJECT = "debian-cloud"  # where a bare family name (the default debian-12) lives
 SCOPES = ["https://www.googleapis.com/auth/cloud-platform"]  # access is the SA's roles, not scopes
 # Keys vmplane owns in instance metadata. Guest attributes carry readiness and exec answers; serial
 # port access stays off (it would be a login path outside OS Login).
@@ -28,22 +28,6 @@ FIXED_METADATA = {
     "enable-guest-attributes": "TRUE",
     "serial-port-enable": "FALSE",
 }
-
-
-def resolve_image(gcp: GcpClients, image: str) -> str:
-    """An image reference for `sourceImage`: a family (default project debian-cloud) resolved to its
-    newest image, or a given image path kept as is.
-
-    Stand-in until `clouds/gcp/images.py resolve_image` lands from the infra branch (same signature)."""
-    if image.startswith(("projects/", "https://", "global/")):
-        return image
-    project, _, family = image.rpartition("/")
-    client = gcp.compute("Images")
-    found = gcp.call(
-        "compute.images.getFromFamily",
-        lambda: client.get_from_family(project=project or IMAGE_PROJECT, family=family, timeout=CALL_TIMEOUT),
-    )
-    return str(found.self_link)
 
 
 def network_ref(project: str, network: str) -> str:
