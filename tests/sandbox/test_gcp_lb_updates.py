@@ -162,3 +162,24 @@ def test_a_service_accounts_description_is_patched(gcp: Gcp) -> None:
     body = {"serviceAccount": {"description": "new"}, "updateMask": "description"}
     assert iam.projects().serviceAccounts().patch(name=name, body=body).execute()["description"] == "new"
     assert iam.projects().serviceAccounts().get(name=name).execute()["description"] == "new"
+
+
+def test_an_address_is_relabelled_and_private_google_access_is_set(gcp: Gcp) -> None:
+    _chain(gcp)
+    p, w = gcp.project, gcp.wait
+    ip = gcp.global_addresses.get(project=p, address="ip")
+    req = c.GlobalSetLabelsRequest(labels={"zop_role": "lb"}, label_fingerprint=ip.label_fingerprint)
+    w(gcp.global_addresses.set_labels_unary(project=p, resource="ip", global_set_labels_request_resource=req))
+    assert gcp.global_addresses.get(project=p, address="ip").labels == {"zop_role": "lb"}
+    with pytest.raises(gexc.PreconditionFailed):
+        gcp.global_addresses.set_labels_unary(project=p, resource="ip", global_set_labels_request_resource=req)
+    w(gcp.networks.insert_unary(project=p, network_resource=c.Network(name="n", auto_create_subnetworks=False)))
+    sub = c.Subnetwork(name="s", network="global/networks/n", ip_cidr_range="10.5.0.0/24")
+    w(gcp.subnetworks.insert_unary(project=p, region=REGION, subnetwork_resource=sub))
+    body = c.SubnetworksSetPrivateIpGoogleAccessRequest(private_ip_google_access=True)
+    w(
+        gcp.subnetworks.set_private_ip_google_access_unary(
+            project=p, region=REGION, subnetwork="s", subnetworks_set_private_ip_google_access_request_resource=body
+        )
+    )
+    assert gcp.subnetworks.get(project=p, region=REGION, subnetwork="s").private_ip_google_access is True

@@ -217,6 +217,7 @@ register(
 )
 
 
+@handler("compute.globalAddresses.setLabels")
 @handler("compute.globalForwardingRules.setLabels")
 def _rule_labels(call: Call) -> Resource:
     r = call.get()

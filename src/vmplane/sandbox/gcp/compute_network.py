@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import ipaddress
 
-from vmplane.sandbox.gcp.compute import Call, Kind, Resolve, register
+from vmplane.sandbox.gcp.compute import Call, Kind, Resolve, handler, register
 from vmplane.sandbox.gcp.errors import bad_request, invalid
+from vmplane.sandbox.gcp.schema import require_body
 from vmplane.sandbox.gcp.store import Resource, check_name, fingerprint
 
 
@@ -141,3 +142,12 @@ register(
     Kind("firewalls", "Firewall", "firewall", refs=_firewall_refs, prepare=_firewall_prepare),
     ("insert", "get", "list", "delete", "patch", "update"),
 )
+
+
+@handler("compute.subnetworks.setPrivateIpGoogleAccess")
+def _private_google_access(call: Call) -> Resource:
+    r = call.get()
+    body = require_body(call.body)
+    r["privateIpGoogleAccess"] = bool(body.get("privateIpGoogleAccess"))
+    r["fingerprint"] = fingerprint()
+    return call.operation("setPrivateIpGoogleAccess", r)
