@@ -6,6 +6,8 @@ template change that only flags VMs outdated, rotate, and destroy."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from tests.helpers import Cli, Sandbox, write_env
 from tests.integration.gcp_inventory import Gcp, ingress, job_resources, records
@@ -175,7 +177,9 @@ def test_gcp_fixed_exec_update_rotate_destroy(cli: Cli, sandbox: Sandbox, gcp: G
     assert {v["Name"]: v["State"] for v in job["config"]["infra"]["VMs"]} == dict.fromkeys(vms, "ready")
 
     # exec goes through the metadata mailbox; the sandbox's simulated guest runs nothing and says so.
-    out = cli.json("exec", "gtest-fixed", "gtest-fixed-web-0", "--", "uname", "-a")
+    proc = cli.run("exec", "-o", "json", "gtest-fixed", "gtest-fixed-web-0", "--", "uname", "-a")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
     assert out["exitCode"] == 0 and out["stdout"] == ""
     assert "simulated" in out["stderr"]
     # Interactive sessions are off for this environment: nothing opens port 22.
@@ -201,9 +205,8 @@ def test_gcp_fixed_exec_update_rotate_destroy(cli: Cli, sandbox: Sandbox, gcp: G
     now = {v["name"]: v for v in job_resources(gcp, job["id"])["instances"]}
     assert sorted(now) == vms  # stable names, new VMs
     assert all(now[n]["id"] != ids[n] for n in vms)
-    assert all(now[n]["sourceInstanceTemplate"].endswith(infra["LaunchTemplateID"]["web"]) for n in vms) or all(
-        v["LaunchTemplateVersion"] == 2 for v in rotated["config"]["infra"]["VMs"]
-    )
+    assert all(now[n]["disks"][0]["diskSizeGb"] == "30" for n in vms)  # built from the new template
+    assert all(v["LaunchTemplateVersion"] == 2 for v in rotated["config"]["infra"]["VMs"])
 
     gone = cli.json("destroy", "-f", str(changed), "--sandbox", "--yes", timeout=300)
     assert gone["status"] == "deleted", gone["error"]
