@@ -104,7 +104,11 @@ def destroy_cases(job: dict[str, Any]) -> list[str]:
 
 def _norm(value: Any, subs: list[tuple[re.Pattern[str], str]]) -> Any:
     if isinstance(value, dict):
-        return {k: _norm(v, subs) for k, v in sorted(value.items()) if k not in VOLATILE_KEYS and "ingerprint" not in k}
+        return {
+            _norm(k, subs): _norm(v, subs)
+            for k, v in sorted(value.items())
+            if k not in VOLATILE_KEYS and "ingerprint" not in k and not k.endswith("Timestamp")
+        }
     if isinstance(value, list):
         items = [_norm(v, subs) for v in value]
         return sorted(items, key=lambda x: json.dumps(x, sort_keys=True))
@@ -135,6 +139,7 @@ def snapshot(gcp: Gcp, env_file: Path, job_id: str) -> dict[str, Any]:
         (re.compile(r"cert-[0-9a-f]{8}"), "cert-HASH"),
         (re.compile(r"vmp-ENV-[0-9a-f]{6}"), "vmp-ENV-HASH"),
         (IP, "IP"),
+        (re.compile(r'"id": ?"[0-9a-f]{32}"'), '"id":"MAILBOX"'),  # an exec request's own id
     ]
     return {k: _norm(v, subs) for k, v in res.items()}
 
@@ -143,14 +148,17 @@ def remaining(snap: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in snap.items() if v}
 
 
+def _paths(got: Any, want: Any, where: str) -> list[str]:
+    """Where two normalised snapshots part, as `kind[i].field: got != want` lines."""
+    if isinstance(got, dict) and isinstance(want, dict):
+        return [p for k in sorted(set(got) | set(want)) for p in _paths(got.get(k), want.get(k), f"{where}.{k}")]
+    if isinstance(got, list) and isinstance(want, list) and len(got) == len(want):
+        return [p for i, (g, w) in enumerate(zip(got, want, strict=True)) for p in _paths(g, w, f"{where}[{i}]")]
+    return [] if got == want else [f"{where}: {json.dumps(got)[:300]} != {json.dumps(want)[:300]}"]
+
+
 def differences(got: dict[str, Any], want: dict[str, Any]) -> list[str]:
-    out = []
-    for kind in sorted(set(got) | set(want)):
-        if got.get(kind) != want.get(kind):
-            out.append(
-                f"{kind}:\n  got  {json.dumps(got.get(kind))[:1500]}\n  want {json.dumps(want.get(kind))[:1500]}"
-            )
-    return out
+    return _paths(got, want, "")[:40]
 
 
 class Reference:
