@@ -129,7 +129,7 @@ def test_hcl_writer_aligns_runs_and_escapes_templates() -> None:
         '    k      = "v"\n'
         "    longer = local.y\n"
         "  }\n"
-        "  h = <<EOT\n"
+        "  h     = <<EOT\n"  # terraform fmt aligns a heredoc with its neighbours: it is one token
         "line $${x}\n"
         "EOT\n"
         "  after = true\n"
