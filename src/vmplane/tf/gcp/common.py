@@ -83,7 +83,9 @@ def label_locals() -> dict[str, Any]:
     """The tag set, and the same set as GCP labels, folded in HCL as `clouds.tags.gcp_labels` folds it
     (camelCase to snake_case, anything outside [a-z0-9_-] to `_`, trimmed, 63 chars, keys start with a
     letter): computed here, not in Python, so a tag edit changes only the inputs file (a test compares)."""
-    fold = 'substr(trim(replace(lower(replace(s, "/([a-z0-9])([A-Z])/", "$1_$2")), "/[^a-z0-9_-]+/", "_"), "_"), 0, 63)'
+    # `$${1}` is `${1}` escaped: a bare `$1_` would name a (missing) capture group "1_".
+    snake = 'lower(replace(s, "/([a-z0-9])([A-Z])/", "$${1}_$${2}"))'
+    fold = f'substr(trim(replace({snake}, "/[^a-z0-9_-]+/", "_"), "_"), 0, 63)'
     return {
         "tags": E(
             "merge(local.cloud.tags, {\n"
