@@ -129,7 +129,7 @@ def test_hcl_writer_aligns_runs_and_escapes_templates() -> None:
         '    k      = "v"\n'
         "    longer = local.y\n"
         "  }\n"
-        "  h = <<EOT\n"
+        "  h     = <<EOT\n"  # terraform fmt aligns a heredoc with its neighbours: it is one token
         "line $${x}\n"
         "EOT\n"
         "  after = true\n"
@@ -140,13 +140,13 @@ def test_hcl_writer_aligns_runs_and_escapes_templates() -> None:
 
 def test_other_clouds_and_existing_vpcs_are_refused_clearly(spec: EnvSpec) -> None:
     doc = spec_json(spec)
-    gcp_doc = {**doc, "provider": {"cloud": "gcp", "project": "acme-web-1", "region": "europe-west1"}}
-    gcp_doc.pop("exec", None)  # the exec channel defaults per cloud
-    if "loadBalancer" in gcp_doc:
-        gcp_doc["loadBalancer"] = {**gcp_doc["loadBalancer"], "certSource": "GCPManaged"}
-    gcp = EnvSpec.model_validate(gcp_doc)
-    with pytest.raises(GenerateError, match=r"provider\.cloud: tf generate supports aws, not gcp"):
-        generate(gcp)
+    azure_doc = {**doc, "provider": {"cloud": "azure", "region": "westeurope"}}
+    azure_doc.pop("exec", None)  # the exec channel defaults per cloud
+    if "loadBalancer" in azure_doc:
+        azure_doc["loadBalancer"] = {**azure_doc["loadBalancer"], "certSource": "AzureKeyVault"}
+    azure = EnvSpec.model_validate(azure_doc)
+    with pytest.raises(GenerateError, match=r"provider\.cloud: tf generate supports aws, gcp, not azure"):
+        generate(azure)
     existing = {
         **doc,
         "network": {**doc["network"], "existingVpcId": "vpc-0abc", "existingPrivateSubnetIds": ["subnet-0abc"]},

@@ -50,7 +50,7 @@ def generate(spec: EnvSpec, sandbox_endpoint: str | None = None) -> dict[str, st
         raise GenerateError(problem)
     doc = spec_json(spec)
     structure = stack.structure(spec)
-    tf: dict[str, list[Item]] = {**structure, **input_files(spec, doc)}
+    tf: dict[str, list[Item]] = {**structure, **input_files(spec, doc, stack.notes)}
     if spec.state is not None:
         tf["backend.tf"] = stack.backend(spec)
     if sandbox_endpoint:

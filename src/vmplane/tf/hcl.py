@@ -145,20 +145,23 @@ def _value_lines(v: Value, indent: str) -> list[str]:
 
 
 def _attrs(items: list[Item], indent: str) -> list[str]:
-    """Body lines, with `=` aligned over runs of single-line attributes."""
+    """Body lines, with `=` aligned over runs of single-line attributes. A heredoc counts as one line
+    (`terraform fmt` sees its body as one token), so consecutive heredoc attributes align too."""
     out: list[str] = []
-    run: list[tuple[str, str]] = []
+    run: list[tuple[str, list[str]]] = []
 
     def flush() -> None:
         width = max((len(n) for n, _ in run), default=0)
-        out.extend(f"{indent}{n.ljust(width)} = {v}" for n, v in run)
+        for n, (first, *rest) in run:
+            out.append(f"{indent}{n.ljust(width)} = {first}")
+            out.extend(rest)
         run.clear()
 
     for item in items:
         if isinstance(item, Attr):
             lines = _value_lines(item.value, indent)
-            if len(lines) == 1:
-                run.append((item.name, lines[0]))
+            if len(lines) == 1 or isinstance(item.value, Heredoc):
+                run.append((item.name, lines))
                 continue
             flush()
             out.append(f"{indent}{item.name} = {lines[0]}")

@@ -9,6 +9,7 @@ resources in place, and the identity values that cannot change in place). `main.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from vmplane.bootstrap.cloudinit import render_user_data
@@ -17,6 +18,27 @@ from vmplane.envspec.models import EnvSpec
 from vmplane.tf.hcl import Block, Comment, Heredoc, Item
 
 SKIP = {"$schema"}  # editor hint: no effect on any resource
+
+
+@dataclass(frozen=True)
+class InputNotes:
+    """What applying a runtime or a VM input does: the file's header comment, in the stack's own terms
+    (where runtime values are kept, what a new VM template is called and when VMs move onto it)."""
+
+    runtime: str
+    vm: str
+
+
+AWS_NOTES = InputNotes(
+    runtime=(
+        "Runtime inputs: changing these pushes files and variables to the running VMs through the\n"
+        "exec channel (vmplane), without replacing any VM. Kept in SSM Parameter Store by this stack."
+    ),
+    vm=(
+        "VM inputs: changing these makes a new launch template version. Running VMs are not replaced\n"
+        "by `terraform apply`; replace them one at a time (vmplane rotate, or -replace per instance)."
+    ),
+)
 
 
 def split(spec_doc: dict[str, Any]) -> dict[Impact, dict[str, Any]]:
@@ -33,6 +55,8 @@ def split(spec_doc: dict[str, Any]) -> dict[Impact, dict[str, Any]]:
                 walk(value, [*path, key], sub)
                 continue
             impact = classify(sub)
+            if impact is None and value == {}:
+                continue  # an object left empty (e.g. `exec` with its mode defaulted) holds no value
             if impact is None:
                 raise KeyError(f"no impact class for {'.'.join([*path, key])}")
             target = out[impact]
@@ -44,24 +68,18 @@ def split(spec_doc: dict[str, Any]) -> dict[Impact, dict[str, Any]]:
     return out
 
 
-def input_files(spec: EnvSpec, spec_doc: dict[str, Any]) -> dict[str, list[Item]]:
+def input_files(spec: EnvSpec, spec_doc: dict[str, Any], notes: InputNotes = AWS_NOTES) -> dict[str, list[Item]]:
     groups = split(spec_doc)
     vm = dict(groups[Impact.vm])
     # The rendered user-data is a VM input too: it is what a pool's VMs boot with.
     vm["userData"] = {pool: Heredoc(render_user_data(spec, pool), "USERDATA") for pool in sorted(spec.pools)}
     return {
         "inputs.runtime.tf": [
-            Comment(
-                "Runtime inputs: changing these pushes files and variables to the running VMs through the\n"
-                "exec channel (vmplane), without replacing any VM. Kept in SSM Parameter Store by this stack."
-            ),
+            Comment(notes.runtime),
             Block("locals").attr("runtime", groups[Impact.runtime].get("runtime", {})),
         ],
         "inputs.vm.tf": [
-            Comment(
-                "VM inputs: changing these makes a new launch template version. Running VMs are not replaced\n"
-                "by `terraform apply`; replace them one at a time (vmplane rotate, or -replace per instance)."
-            ),
+            Comment(notes.vm),
             Block("locals").attr("vm", vm),
         ],
         "inputs.infra.tf": [

@@ -6,9 +6,15 @@ from typing import Protocol
 
 from vmplane.envspec.models import Cloud, EnvSpec
 from vmplane.tf.hcl import Item
+from vmplane.tf.inputs import AWS_NOTES, InputNotes
 
 
 class CloudStack(Protocol):
+    @property
+    def notes(self) -> InputNotes:
+        """The inputs files' header comments, in this stack's terms."""
+        ...
+
     def unsupported(self, spec: EnvSpec) -> str | None:
         """Why this spec cannot be generated (naming the field), or None."""
         ...
@@ -23,6 +29,8 @@ class CloudStack(Protocol):
 
 
 class AwsStack:
+    notes = AWS_NOTES
+
     def unsupported(self, spec: EnvSpec) -> str | None:
         if spec.network.existing_vpc_id:
             return "network.existingVpcId: the generated stack creates its own VPC; adopt one by hand"
@@ -44,4 +52,32 @@ class AwsStack:
         return backend.sandbox_override(spec, endpoint)
 
 
-STACKS: dict[Cloud, CloudStack] = {Cloud.aws: AwsStack()}
+class GcpStack:
+    @property
+    def notes(self) -> InputNotes:
+        from vmplane.tf.gcp import common
+
+        return common.NOTES
+
+    def unsupported(self, spec: EnvSpec) -> str | None:
+        from vmplane.tf.gcp import common
+
+        return common.unsupported(spec)
+
+    def structure(self, spec: EnvSpec) -> dict[str, list[Item]]:
+        from vmplane.tf.gcp import iam, main, outputs
+
+        return {"main.tf": main.main_tf(spec), "roles.tf": iam.roles_tf(), "outputs.tf": outputs.outputs_tf(spec)}
+
+    def backend(self, spec: EnvSpec) -> list[Item]:
+        from vmplane.tf.gcp import backend
+
+        return backend.backend(spec)
+
+    def sandbox_override(self, spec: EnvSpec, endpoint: str) -> list[Item]:
+        from vmplane.tf.gcp import backend
+
+        return backend.sandbox_override(spec, endpoint)
+
+
+STACKS: dict[Cloud, CloudStack] = {Cloud.aws: AwsStack(), Cloud.gcp: GcpStack()}

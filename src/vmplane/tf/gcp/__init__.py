@@ -1,0 +1,1 @@
+"""The generated OpenTofu/Terraform stack for Google Cloud (hashicorp/google)."""
