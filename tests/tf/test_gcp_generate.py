@@ -133,13 +133,13 @@ def test_firewall_sources_and_ssh_from_iap_only(spec: EnvSpec) -> None:
     assert set(rules) == {"allow_internal", "allow_iap_ssh"} | ({"allow_lb"} if spec.load_balancer else set())
 
 
-def test_no_port_22_rule_without_interactive_sessions(spec: EnvSpec, monkeypatch: pytest.MonkeyPatch) -> None:
-    # The model in this tree has no `exec.interactive` yet; the stack reads it through common.interactive.
+def test_no_port_22_rule_without_interactive_sessions(spec: EnvSpec) -> None:
     assert common.interactive(spec) is True
-    monkeypatch.setattr(network, "interactive", lambda spec: False)
-    rules = firewall_rules(spec)
+    closed = spec.model_copy(update={"exec_": spec.exec_.model_copy(update={"interactive": False})})
+    assert common.interactive(closed) is False
+    rules = firewall_rules(closed)
     assert "allow_iap_ssh" not in rules and all(ports != ["22"] for _, ports in rules.values())
-    assert '"22"' not in render(network.firewall(spec, interactive=False))
+    assert '"22"' not in render(network.firewall(closed, interactive=common.interactive(closed)))
 
 
 def test_private_subnetwork_and_cloud_nat(spec: EnvSpec) -> None:

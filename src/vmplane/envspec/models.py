@@ -155,7 +155,8 @@ class PoolBase(SpecModel):
         description=(
             "AWS: an image id (ami-...), an alias (al2023, ubuntu-24.04, debian-12) resolved through the "
             "cloud's public parameters, or ssm:/path/to/parameter; default al2023. GCP: an image or image "
-            "family; default ubuntu-24.04 (Google's Debian images do not run cloud-init). Proxmox: a label, default the template."
+            "family; default ubuntu-24.04 (Google's Debian images do not run cloud-init). Proxmox: a label, "
+            "default the template."
         ),
     )
     arch: Arch = Field(default=Arch.amd64, description="CPU architecture; must match the instance type.")

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from vmplane.clouds.aws.errors import aws_errors
 from vmplane.clouds.aws.session import AwsClients, AwsTarget
 from vmplane.clouds.errors import CloudError, NotFoundError
-from vmplane.envspec.models import EnvSpec
-from vmplane.errors import StateConflictError
+from vmplane.envspec.models import Cloud, EnvSpec
+from vmplane.errors import StateConflictError, UsageError
 
 
 class StateExistsError(StateConflictError):
@@ -97,6 +97,12 @@ def init_state_for(spec: EnvSpec, sandbox_endpoint: str | None) -> StateLocation
     """`init_state` with the S3 client built here: callers above the cloud layer (the CLI) pass the
     spec and, for the sandbox, its endpoint; the state bucket's region wins over the provider's."""
     assert spec.state is not None
+    if spec.provider.cloud is not Cloud.aws:
+        # The state bucket is an S3 bucket; on Google Cloud the stack's gcs backend needs a bucket you make.
+        raise UsageError(
+            f"tf state init makes an S3 bucket; on {spec.provider.cloud.value} create the state bucket yourself "
+            "(the generated backend.tf names it)"
+        )
     target = AwsTarget(
         region=spec.state.region or spec.provider.region,
         # The sandbox takes any credentials; a named profile would only be looked up and fail there.

@@ -17,10 +17,10 @@ from vmplane.clouds.base import (
 )
 from vmplane.clouds.errors import CloudError
 from vmplane.clouds.gcp import (
-    images,
     compute,
     firewall,
     identity,
+    images,
     inventory,
     lb,
     lb_teardown,

@@ -48,11 +48,8 @@ NOTES = InputNotes(
 
 
 def interactive(spec: EnvSpec) -> bool:
-    """Whether people may open sessions on the VMs (IAP TCP forwarding to port 22, gated by OS Login).
-
-    `exec.interactive` is read if the spec model has it (default true, as the brief for the field says);
-    the model in this tree does not define it yet, so today it is always true."""
-    return bool(getattr(spec.exec_, "interactive", True))
+    """Whether the stack opens TCP 22 from IAP's range (`exec.interactive`, true unless set false)."""
+    return spec.exec_interactive
 
 
 def unsupported(spec: EnvSpec) -> str | None:
