@@ -132,7 +132,9 @@ def test_fixed_pool_create_change_rotate_exec_delete(sandbox: Sandbox) -> None:
     assert tpl.name == "demo-web-v1"
     assert_shape(env, tpl.properties)
     assert tpl.properties.service_accounts[0].email == gcp_ids(env.infra).ServiceAccountEmail
-    assert tpl.properties.disks[0].initialize_params.source_image.endswith("debian-12-bookworm-v20261111")
+    assert tpl.properties.disks[0].initialize_params.source_image.startswith(
+        "https://www.googleapis.com/compute/v1/projects/ubuntu-os-cloud/global/images/ubuntu-2404-"
+    )
     vms = sorted(env.instances(), key=lambda i: i.name)
     assert [(v.name, v.zone.rsplit("/", 1)[1]) for v in vms] == [("demo-web-0", ZONES[0]), ("demo-web-1", ZONES[1])]
     for vm in vms:

@@ -120,7 +120,7 @@ def test_preflight_records_zones_and_images_and_creates_nothing(sandbox: Sandbox
     assert ctx.infra.Zones == sorted(ctx.infra.Zones) and len(ctx.infra.Zones) == spec.network.zones
     assert all(z.startswith(f"{spec.provider.region}-") for z in ctx.infra.Zones)
     image = ctx.infra.Cloud.model_dump()["Images"]["web"]
-    assert "/projects/debian-cloud/global/images/debian-12" in image
+    assert "/projects/ubuntu-os-cloud/global/images/ubuntu-2404-" in image
 
 
 def test_preflight_refuses_names_someone_else_holds_naming_the_owner(sandbox: Sandbox) -> None:

@@ -23,7 +23,7 @@ from google.cloud import compute_v1
 from tests.helpers import free_port
 
 from vmplane.clouds.base import API_CALLS, Context, Tagger
-from vmplane.clouds.errors import CloudError, InvalidRequestError
+from vmplane.clouds.errors import InvalidRequestError
 from vmplane.clouds.gcp import lb, lb_teardown, naming
 from vmplane.clouds.gcp.ids import gcp_ids
 from vmplane.clouds.gcp.session import GcpClients, GcpTarget
@@ -55,49 +55,6 @@ def _one_certificate_look(monkeypatch: pytest.MonkeyPatch) -> None:
     from vmplane.clouds.gcp import certs
 
     monkeypatch.setattr(certs, "SANDBOX_CERT_DEADLINE", 0.0)  # one look: the sandbox never activates it alone
-
-
-@pytest.fixture(autouse=True)
-def _shared_address(monkeypatch: pytest.MonkeyPatch) -> None:
-    allow_shared_address(monkeypatch)
-
-
-def allow_shared_address(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Google lets several global forwarding rules share one address on different ports (the documented
-    HTTP->HTTPS redirect does exactly that); the sandbox at gcp-sandbox 3efc0ca refuses a second user.
-    Until it is fixed there, the rule's address check runs with the address's other users set aside.
-    The shim switches itself off once the sandbox no longer has that check."""
-    import inspect
-
-    from vmplane.sandbox.gcp import compute, compute_lb
-
-    if "already in use" not in inspect.getsource(compute_lb._rule_prepare):
-        return
-
-    def prepare(call: Any, r: Any) -> None:
-        addresses = [a for a in call.project.compute.values() if a.get("kind") == "compute#address"]
-        saved = {a["selfLink"]: list(a["users"]) for a in addresses}
-        for a in addresses:
-            a["users"] = []
-        try:
-            compute_lb._rule_prepare(call, r)
-        finally:
-            for a in addresses:
-                a["users"] = saved[a["selfLink"]] + [u for u in a["users"] if u not in saved[a["selfLink"]]]
-                a["status"] = "IN_USE" if a["users"] else "RESERVED"
-
-    def deleting(call: Any, r: Any) -> None:
-        for link in r.get("_uses", []):
-            address = call.project.compute.get(compute.key_of({"selfLink": link}))
-            if address:
-                address["users"] = [u for u in address["users"] if u != r["selfLink"]]
-                address["status"] = "IN_USE" if address["users"] else "RESERVED"
-
-    kind = compute.Kind(
-        "forwardingRules", "ForwardingRule", "forwarding rule", compute_lb._rule_refs, prepare, deleting=deleting
-    )
-    monkeypatch.setitem(compute.HANDLERS, "compute.globalForwardingRules.insert", lambda c: compute.insert(c, kind))
-    monkeypatch.setitem(compute.HANDLERS, "compute.globalForwardingRules.delete", lambda c: compute.delete(c, kind))
 
 
 @pytest.fixture
@@ -445,12 +402,6 @@ def _tally(fn: Any) -> Counter[str]:
     return tally
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=CloudError,
-    reason="gcp-sandbox does not emulate targetHttpsProxies.setSslCertificates yet (Google does); "
-    "strict: remove this mark once it does",
-)
 def test_a_domain_change_makes_a_new_certificate_switches_the_proxy_then_deletes_the_old(
     endpoint: str, project: str
 ) -> None:

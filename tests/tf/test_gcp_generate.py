@@ -234,7 +234,7 @@ def test_pools_become_instances_or_groups(spec: EnvSpec) -> None:
 EDITS = [
     ({"path": ["runtime", "env"], "value": {"LOG_LEVEL": "debug"}}, "vmplane.env.inputs.runtime.tf"),
     ({"path": ["pools", "web", "instanceType"], "value": "e2-medium"}, "vmplane.env.inputs.vm.tf"),
-    ({"path": ["pools", "web", "image"], "value": "ubuntu-24.04"}, "vmplane.env.inputs.vm.tf"),
+    ({"path": ["pools", "web", "image"], "value": "ubuntu-22.04"}, "vmplane.env.inputs.vm.tf"),
     ({"path": ["network", "ingressPorts"], "value": [80, 9090]}, "vmplane.env.inputs.infra.tf"),
     ({"path": ["tags", "owner"], "value": "ops"}, "vmplane.env.inputs.infra.tf"),
     ({"path": ["network", "cidr"], "value": "10.77.0.0/16"}, "vmplane.env.inputs.infra.tf"),
