@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from tests.helpers import Cli, Sandbox, write_env
+from tests.integration.sweep_cases import apply_cases, destroy_cases, params
 from tests.integration.sweep_inventory import differences, inventory, remaining
 from tests.integration.test_crash_resume import kill_after
 
@@ -96,24 +97,10 @@ DESTROY_OPS = [
 XFAIL: dict[str, str] = {}
 
 
-def apply_cases(job: dict[str, Any]) -> list[str]:
-    """Every distinct mutating operation of the apply (its first call)."""
-    return sorted(
-        {op.split(".", 1)[1] for s in job["steps"] for op in s["apiCalls"] if MUTATING.match(op.split(".")[1])}
-    )
-
-
-def destroy_cases(job: dict[str, Any]) -> list[str]:
-    """Every distinct mutating operation of the destroy, once per teardown step that issues it."""
-    seen: dict[str, int] = {}
-    out: set[str] = set()
-    for step in job["teardownSteps"]:
-        for op, n in step["apiCalls"].items():
-            name = op.split(".", 1)[1]
-            if MUTATING.match(name):
-                out.add(name if name not in seen else f"{name}#{seen[name] + 1}")
-                seen[name] = seen.get(name, 0) + n
-    return sorted(out)
+def _case(op: str) -> str | None:
+    """`ec2.CreateVpc` -> `CreateVpc` when it mutates (the hook names AWS operations without the service)."""
+    name = op.split(".", 1)[1]
+    return name if MUTATING.match(name) else None
 
 
 def snapshot(sandbox: Sandbox, env_file: Path, job_id: str) -> dict[str, Any]:
@@ -150,25 +137,18 @@ def reference(sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> Ref
     return Reference(applied, inv, destroyed)
 
 
-def _param(phase: str, ops: list[str]) -> list[Any]:
-    return [
-        pytest.param(i, op, id=op, marks=[pytest.mark.xfail(strict=True, reason=XFAIL[f"{phase}:{op}"])])
-        if f"{phase}:{op}" in XFAIL
-        else pytest.param(i, op, id=op)
-        for i, op in enumerate(ops)
-    ]
-
-
 @pytest.mark.sandbox
 @pytest.mark.slow
 def test_the_sweep_covers_every_mutating_call(reference: Reference) -> None:
-    assert apply_cases(reference.applied) == APPLY_OPS, f"APPLY_OPS = {apply_cases(reference.applied)!r}"
-    assert destroy_cases(reference.destroyed) == DESTROY_OPS, f"DESTROY_OPS = {destroy_cases(reference.destroyed)!r}"
+    assert apply_cases(reference.applied, _case) == APPLY_OPS, f"APPLY_OPS = {apply_cases(reference.applied, _case)!r}"
+    assert destroy_cases(reference.destroyed, _case) == DESTROY_OPS, (
+        f"DESTROY_OPS = {destroy_cases(reference.destroyed, _case)!r}"
+    )
 
 
 @pytest.mark.sandbox
 @pytest.mark.slow
-@pytest.mark.parametrize(("index", "operation"), _param("apply", APPLY_OPS))
+@pytest.mark.parametrize(("index", "operation"), params("apply", APPLY_OPS, XFAIL))
 def test_apply_killed_after_each_call_converges(
     cli: Cli, sandbox: Sandbox, reference: Reference, tmp_path: Path, index: int, operation: str
 ) -> None:
@@ -188,7 +168,7 @@ def test_apply_killed_after_each_call_converges(
 
 @pytest.mark.sandbox
 @pytest.mark.slow
-@pytest.mark.parametrize(("index", "operation"), _param("destroy", DESTROY_OPS))
+@pytest.mark.parametrize(("index", "operation"), params("destroy", DESTROY_OPS, XFAIL))
 def test_destroy_killed_after_each_delete_finishes(
     cli: Cli, sandbox: Sandbox, reference: Reference, tmp_path: Path, index: int, operation: str
 ) -> None:

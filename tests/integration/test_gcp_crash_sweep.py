@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from tests.helpers import Cli, Sandbox, write_env
 from tests.integration.gcp_inventory import Gcp, job_resources, records
+from tests.integration.sweep_cases import apply_cases, destroy_cases, params
 from tests.integration.test_crash_resume import kill_after
 
 from vmplane.envspec.load import load_spec
@@ -82,24 +83,14 @@ DESTROY_OPS = [
 ]
 XFAIL: dict[str, str] = {}
 
+
+def _case(op: str) -> str | None:
+    return op if MUTATING.search(op) else None
+
+
 # Values that differ between two clean runs of the same file under another name.
 VOLATILE_KEYS = {"id", "creationTimestamp", "etag", "uniqueId", "oauth2ClientId", "targetId"}
 IP = re.compile(r"\b\d{1,3}(\.\d{1,3}){3}\b(?!/)")
-
-
-def apply_cases(job: dict[str, Any]) -> list[str]:
-    return sorted({op for s in job["steps"] for op in s["apiCalls"] if MUTATING.search(op)})
-
-
-def destroy_cases(job: dict[str, Any]) -> list[str]:
-    seen: dict[str, int] = {}
-    out: set[str] = set()
-    for step in job["teardownSteps"]:
-        for op, n in step["apiCalls"].items():
-            if MUTATING.search(op):
-                out.add(op if op not in seen else f"{op}#{seen[op] + 1}")
-                seen[op] = seen.get(op, 0) + n
-    return sorted(out)
 
 
 def _norm(value: Any, subs: list[tuple[re.Pattern[str], str]]) -> Any:
@@ -185,25 +176,18 @@ def reference(sandbox: Sandbox, gcp: Gcp, tmp_path_factory: pytest.TempPathFacto
     return Reference(applied, snap, destroyed)
 
 
-def _param(phase: str, ops: list[str]) -> list[Any]:
-    return [
-        pytest.param(i, op, id=op, marks=[pytest.mark.xfail(strict=True, reason=XFAIL[f"{phase}:{op}"])])
-        if f"{phase}:{op}" in XFAIL
-        else pytest.param(i, op, id=op)
-        for i, op in enumerate(ops)
-    ]
-
-
 @pytest.mark.sandbox
 @pytest.mark.slow
 def test_the_gcp_sweep_covers_every_mutating_call(reference: Reference) -> None:
-    assert apply_cases(reference.applied) == APPLY_OPS, f"APPLY_OPS = {apply_cases(reference.applied)!r}"
-    assert destroy_cases(reference.destroyed) == DESTROY_OPS, f"DESTROY_OPS = {destroy_cases(reference.destroyed)!r}"
+    assert apply_cases(reference.applied, _case) == APPLY_OPS, f"APPLY_OPS = {apply_cases(reference.applied, _case)!r}"
+    assert destroy_cases(reference.destroyed, _case) == DESTROY_OPS, (
+        f"DESTROY_OPS = {destroy_cases(reference.destroyed, _case)!r}"
+    )
 
 
 @pytest.mark.sandbox
 @pytest.mark.slow
-@pytest.mark.parametrize(("index", "operation"), _param("apply", APPLY_OPS + LATER_CALLS))
+@pytest.mark.parametrize(("index", "operation"), params("apply", APPLY_OPS + LATER_CALLS, XFAIL))
 def test_gcp_apply_killed_after_each_call_converges(
     cli: Cli, gcp: Gcp, reference: Reference, tmp_path: Path, index: int, operation: str
 ) -> None:
@@ -223,7 +207,7 @@ def test_gcp_apply_killed_after_each_call_converges(
 
 @pytest.mark.sandbox
 @pytest.mark.slow
-@pytest.mark.parametrize(("index", "operation"), _param("destroy", DESTROY_OPS))
+@pytest.mark.parametrize(("index", "operation"), params("destroy", DESTROY_OPS, XFAIL))
 def test_gcp_destroy_killed_after_each_call_finishes(
     cli: Cli, gcp: Gcp, reference: Reference, tmp_path: Path, index: int, operation: str
 ) -> None:

@@ -21,7 +21,7 @@ from vmplane.clouds.base import Context
 from vmplane.clouds.errors import InvalidRequestError
 from vmplane.clouds.gcp import certs, dns, lb_backend, lb_firewall, naming, operations
 from vmplane.clouds.gcp.ids import gcp_ids
-from vmplane.clouds.gcp.lb_refs import ensure, lb_block, ref, tail
+from vmplane.clouds.gcp.lb_refs import ensure, ensure_global, lb_block, ref, repoint, tail
 from vmplane.clouds.gcp.ownership import description, labels
 from vmplane.clouds.gcp.session import CALL_TIMEOUT, GcpClients
 
@@ -221,50 +221,18 @@ def _ensure_https_proxy(gcp: GcpClients, ctx: Context, url_map: str, cert: str) 
 
     name = gcp_ids(ctx.infra).HttpsProxy
     assert name is not None
-    client = gcp.compute("TargetHttpsProxies")
     proxy = compute_v1.TargetHttpsProxy(
         name=name, description=description(ctx.tagger, "https-proxy"), url_map=url_map, ssl_certificates=[cert]
     )
-
-    def insert(request_id: str) -> Any:
-        req = compute_v1.InsertTargetHttpsProxyRequest(
-            project=gcp.project, target_https_proxy_resource=proxy, request_id=request_id
-        )
-        return client.insert_unary(request=req, timeout=CALL_TIMEOUT)
-
-    found, _ = ensure(
-        gcp,
-        ctx,
-        "targetHttpsProxies",
-        name,
-        get=lambda: client.get(project=gcp.project, target_https_proxy=name, timeout=CALL_TIMEOUT),
-        insert=insert,
-    )
-    if [tail(c) for c in found.ssl_certificates] != [cert]:
+    where = ("targetHttpsProxies", "TargetHttpsProxies", "target_https_proxy")
+    found = ensure_global(gcp, ctx, *where, proxy)
+    if [tail(c) for c in found.ssl_certificates] != [cert]:  # a new domain's certificate
         body = compute_v1.TargetHttpsProxiesSetSslCertificatesRequest(ssl_certificates=[cert])
-        _op(
-            gcp,
-            "compute.targetHttpsProxies.setSslCertificates",
-            lambda: client.set_ssl_certificates_unary(
-                project=gcp.project,
-                target_https_proxy=name,
-                target_https_proxies_set_ssl_certificates_request_resource=body,
-                timeout=CALL_TIMEOUT,
-            ),
-            f"switch {name} to {cert.rsplit('/', 1)[-1]}",
+        repoint(
+            gcp, *where, name, "setSslCertificates", target_https_proxies_set_ssl_certificates_request_resource=body
         )
     if tail(found.url_map) != url_map:
-        _op(
-            gcp,
-            "compute.targetHttpsProxies.setUrlMap",
-            lambda: client.set_url_map_unary(
-                project=gcp.project,
-                target_https_proxy=name,
-                url_map_reference_resource=compute_v1.UrlMapReference(url_map=url_map),
-                timeout=CALL_TIMEOUT,
-            ),
-            f"update {name}",
-        )
+        repoint(gcp, *where, name, "setUrlMap", url_map_reference_resource=compute_v1.UrlMapReference(url_map=url_map))
 
 
 def _ensure_http_proxy(gcp: GcpClients, ctx: Context, url_map: str) -> None:
@@ -272,80 +240,31 @@ def _ensure_http_proxy(gcp: GcpClients, ctx: Context, url_map: str) -> None:
 
     name = gcp_ids(ctx.infra).HttpProxy
     assert name is not None
-    client = gcp.compute("TargetHttpProxies")
     proxy = compute_v1.TargetHttpProxy(name=name, description=description(ctx.tagger, "http-proxy"), url_map=url_map)
-
-    def insert(request_id: str) -> Any:
-        req = compute_v1.InsertTargetHttpProxyRequest(
-            project=gcp.project, target_http_proxy_resource=proxy, request_id=request_id
-        )
-        return client.insert_unary(request=req, timeout=CALL_TIMEOUT)
-
-    found, _ = ensure(
-        gcp,
-        ctx,
-        "targetHttpProxies",
-        name,
-        get=lambda: client.get(project=gcp.project, target_http_proxy=name, timeout=CALL_TIMEOUT),
-        insert=insert,
-    )
+    where = ("targetHttpProxies", "TargetHttpProxies", "target_http_proxy")
+    found = ensure_global(gcp, ctx, *where, proxy)
     if tail(found.url_map) != url_map:
-        _op(
-            gcp,
-            "compute.targetHttpProxies.setUrlMap",
-            lambda: client.set_url_map_unary(
-                project=gcp.project,
-                target_http_proxy=name,
-                url_map_reference_resource=compute_v1.UrlMapReference(url_map=url_map),
-                timeout=CALL_TIMEOUT,
-            ),
-            f"update {name}",
-        )
+        repoint(gcp, *where, name, "setUrlMap", url_map_reference_resource=compute_v1.UrlMapReference(url_map=url_map))
 
 
 def _ensure_rule(gcp: GcpClients, ctx: Context, name: str, port: int, target: str) -> None:
     """A global forwarding rule on the LB's address; its target is switched in place if it moved."""
     from google.cloud import compute_v1
 
-    ip = ctx.infra.LoadBalancerDNSName
-    client = gcp.compute("GlobalForwardingRules")
     rule = compute_v1.ForwardingRule(
         name=name,
         description=description(ctx.tagger, "forwarding-rule"),
         labels=labels(ctx.tagger, "forwarding-rule"),
-        I_p_address=ip,
+        I_p_address=ctx.infra.LoadBalancerDNSName,
         I_p_protocol="TCP",
         port_range=str(port),
         load_balancing_scheme="EXTERNAL_MANAGED",
         target=target,
     )
-
-    def insert(request_id: str) -> Any:
-        req = compute_v1.InsertGlobalForwardingRuleRequest(
-            project=gcp.project, forwarding_rule_resource=rule, request_id=request_id
-        )
-        return client.insert_unary(request=req, timeout=CALL_TIMEOUT)
-
-    found, _ = ensure(
-        gcp,
-        ctx,
-        "globalForwardingRules",
-        name,
-        get=lambda: client.get(project=gcp.project, forwarding_rule=name, timeout=CALL_TIMEOUT),
-        insert=insert,
-    )
+    where = ("globalForwardingRules", "GlobalForwardingRules", "forwarding_rule")
+    found = ensure_global(gcp, ctx, *where, rule)
     if tail(found.target) != target:
-        _op(
-            gcp,
-            "compute.globalForwardingRules.setTarget",
-            lambda: client.set_target_unary(
-                project=gcp.project,
-                forwarding_rule=name,
-                target_reference_resource=compute_v1.TargetReference(target=target),
-                timeout=CALL_TIMEOUT,
-            ),
-            f"update {name}",
-        )
+        repoint(gcp, *where, name, "setTarget", target_reference_resource=compute_v1.TargetReference(target=target))
 
 
 # ---- stepCreateDNSRecord ------------------------------------------------------------------------

@@ -8,14 +8,16 @@ the sandbox's) matches the reference we would write.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from vmplane.clouds.base import Context
 from vmplane.clouds.errors import ConflictError, InvalidRequestError
 from vmplane.clouds.gcp import operations
 from vmplane.clouds.gcp.ownership import owned_by, owner_of
-from vmplane.clouds.gcp.session import GcpClients
+from vmplane.clouds.gcp.session import CALL_TIMEOUT, GcpClients
 from vmplane.envspec.models import LoadBalancer
 
 # Google's health checkers and the GFE proxies of the global external Application Load Balancer.
@@ -70,3 +72,29 @@ def ensure(
         return found, False
     operations.create(gcp, f"compute.{collection}.insert", insert, what=f"create {name}")
     return gcp.call(f"compute.{collection}.get", get), True
+
+
+def ensure_global(gcp: GcpClients, ctx: Context, collection: str, client_name: str, key: str, resource: Any) -> Any:
+    """`ensure` for a global compute resource whose get and insert take `<key>` / `<key>_resource`
+    (proxies, forwarding rules): found by `resource.name` (checked as ours) or inserted, then read back."""
+    client = gcp.compute(client_name)
+    name = resource.name
+
+    def insert(request_id: str) -> Any:
+        req = {"project": gcp.project, f"{key}_resource": resource, "request_id": request_id}
+        return client.insert_unary(request=req, timeout=CALL_TIMEOUT)
+
+    get = partial(client.get, project=gcp.project, timeout=CALL_TIMEOUT, **{key: name})
+    return ensure(gcp, ctx, collection, name, get=get, insert=insert)[0]
+
+
+def repoint(gcp: GcpClients, collection: str, client_name: str, key: str, name: str, verb: str, **body: Any) -> None:
+    """One `set*` call that moves a reference in place (a proxy's URL map or certificates, a rule's
+    target), waited to DONE. `verb` is the API's (`setUrlMap`); `body` the call's one resource argument."""
+    client = gcp.compute(client_name)
+    call = getattr(client, re.sub(r"(?<!^)([A-Z])", r"_\1", verb).lower() + "_unary")
+    what = f"update {name} ({verb})"
+    op = gcp.call(
+        f"compute.{collection}.{verb}", lambda: call(project=gcp.project, timeout=CALL_TIMEOUT, **{key: name}, **body)
+    )
+    operations.wait(gcp, op, what=what)
