@@ -31,7 +31,7 @@ MAX_SCRIPT_BYTES = 48 * 1024
 MAILBOX_KEY = "vmplane-exec"
 NAMESPACE = "vmplane-exec"
 TIMED_OUT_EXIT = 124  # what `timeout` exits with when it kills the script
-SIMULATED_STDERR = "sandbox: simulated guest; the command did not run"
+SIMULATED_STDERR = "sandbox: simulated guest; the command did not run\n"  # a line of stderr, as a command writes it
 # Guest attributes allow ~10 queries per minute per VM: 8 in the first minute with this backoff.
 POLL_FIRST, POLL_FACTOR, POLL_CAP = 2.0, 1.5, 15.0
 

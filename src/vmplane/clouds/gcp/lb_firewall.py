@@ -15,8 +15,14 @@ from vmplane.clouds.gcp.ids import gcp_ids
 from vmplane.clouds.gcp.lb_refs import HEALTH_CHECK_RANGES, ensure, lb_block, network_ref
 from vmplane.clouds.gcp.ownership import description, owned_by
 from vmplane.clouds.gcp.session import CALL_TIMEOUT, GcpClients
+from vmplane.envspec.models import LoadBalancer
 
 PURPOSE = "health"
+
+
+def health_ports(lb: LoadBalancer) -> list[str]:
+    """The ports Google's checkers and proxies reach the VMs on: the health check's and the serving one."""
+    return sorted({str(lb.health_check.port), str(lb.target_port)}, key=int)
 
 
 def ensure_health_rule(gcp: GcpClients, ctx: Context) -> None:
@@ -26,7 +32,7 @@ def ensure_health_rule(gcp: GcpClients, ctx: Context) -> None:
     if not infra.NetworkID:
         raise InvalidRequestError("the network must exist before the load balancer's firewall rule")
     name = naming.firewall(ctx.spec, PURPOSE)
-    ports = sorted({str(lb.health_check.port), str(lb.target_port)}, key=int)
+    ports = health_ports(lb)
     tag = ids.NetworkTag or naming.network_tag(ctx.spec)
     client = gcp.compute("Firewalls")
     desired = compute_v1.Firewall(

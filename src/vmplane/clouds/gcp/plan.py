@@ -7,7 +7,7 @@ provider's Terraform types, so the direct pipeline and the generated stack compa
 from __future__ import annotations
 
 from vmplane.clouds.base import Action, PlannedResource
-from vmplane.clouds.gcp import identity, naming
+from vmplane.clouds.gcp import identity, lb_firewall, naming
 from vmplane.clouds.gcp.firewall import IAP_RANGE
 from vmplane.clouds.gcp.ids import gcp_ids
 from vmplane.clouds.gcp.network import subnet_cidr
@@ -107,7 +107,7 @@ def lb_resources(spec: EnvSpec, infra: InfraConfig | None = None) -> list[Planne
         "google_compute_firewall",
         naming.firewall(spec, "health"),
         front,
-        f"tcp/{lb.target_port},{hc.port} from Google's health checkers only",
+        f"tcp/{','.join(lb_firewall.health_ports(lb))} from Google's health checkers only",
     )
     plus("google_compute_global_address", naming.address(spec), front, "the load balancer's public IP")
     if any(isinstance(p, FixedPool) for p in spec.pools.values()):
