@@ -177,3 +177,22 @@ def test_preflight_refuses_an_image_or_machine_type_that_does_not_resolve(sandbo
     spec = gcp_spec(project, pools={"web": {**gcp_spec(project).pools["web"].model_dump(by_alias=True), **pool}})
     with pytest.raises(InvalidRequestError, match=field.replace(".", r"\.")):
         preflight.preflight(clients(sandbox, spec), context(spec))
+
+
+def test_a_tag_change_reaches_the_service_accounts_description(sandbox: Sandbox) -> None:
+    spec = gcp_spec(fresh_project())
+    gcp, ctx = clients(sandbox, spec), context(spec)
+    run(identity.ensure_identity, gcp, ctx)
+    email = ctx.infra.Cloud.model_dump()["ServiceAccountEmail"]
+    ctx.spec = spec.model_copy(update={"tags": {"team": "payments"}})
+    ctx.tagger = Tagger.for_spec(ctx.spec, ctx.job_id)
+    from vmplane.clouds.gcp import retag
+
+    calls = run(retag.retag, gcp, ctx)
+    assert calls["iam.projects.serviceAccounts.patch"] == 1
+    sas = sandbox.gcp_discovery("iam").projects().serviceAccounts()
+    got = sas.get(name=f"projects/{spec.provider.project}/serviceAccounts/{email}").execute()
+    tags = json.loads(got["description"])
+    assert tags["team"] == "payments" and "costCenter" not in tags and tags["zop:jobId"] == ctx.job_id
+    assert run(retag.retag, gcp, ctx)["iam.projects.serviceAccounts.patch"] == 0  # converged
+    run(identity.delete_identity, gcp, ctx)

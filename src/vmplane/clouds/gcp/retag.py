@@ -9,8 +9,8 @@ of the job that can take the new tag set in place gets it, and user tags removed
 - Left as they are, because the API cannot change them in place: networks, subnetworks, instance
   templates (immutable: the next template version carries the new tags), health checks, URL maps,
   target proxies, SSL certificates, instance groups, MIGs and autoscalers. vmplane reads only the job id
-  from a description, which a tag change never alters, so ownership stays exact. The service account's
-  description holds vmplane's keys and is left too.
+  from a description, which a tag change never alters, so ownership stays exact.
+- The service account's description, by IAM's `serviceAccounts.patch` (`updateMask=description`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from functools import partial
 from typing import Any
 
 from vmplane.clouds.base import Context
-from vmplane.clouds.gcp import ownership
+from vmplane.clouds.gcp import identity, ownership
+from vmplane.clouds.gcp.ids import gcp_ids
 from vmplane.clouds.gcp.inventory import is_ours, named_like
 from vmplane.clouds.gcp.operations import last_segment, wait
 from vmplane.clouds.gcp.session import CALL_TIMEOUT, GcpClients, new_request_id
@@ -92,4 +93,20 @@ def retag(gcp: GcpClients, ctx: Context) -> None:
             patch = partial(api.patch_unary, request=fields, timeout=CALL_TIMEOUT)
             op = gcp.call(f"compute.{collection}.patch", patch)
             wait(gcp, op, what=f"description of {r.name}")
+    count += _retag_service_account(gcp, ctx)
     ctx.log(f"tags updated on {count} resources: {', '.join(sorted(ctx.spec.tags)) or 'no user tags'}")
+
+
+def _retag_service_account(gcp: GcpClients, ctx: Context) -> int:
+    """1 if the job's service account carries the current tag set (patched if it did not), else 0."""
+    email = gcp_ids(ctx.infra).ServiceAccountEmail
+    account = identity.get_account(gcp, email) if email else None
+    if account is None or not ownership.owned_by(account, ctx.tagger):
+        return 0
+    wanted = identity.sa_description(ctx.tagger)
+    if account.get("description") != wanted:
+        sas = gcp.iam.projects().serviceAccounts()
+        body = {"serviceAccount": {"description": wanted}, "updateMask": "description"}
+        name = identity.sa_resource(gcp.project, account["email"])
+        gcp.call("iam.projects.serviceAccounts.patch", lambda: sas.patch(name=name, body=body).execute())
+    return 1
