@@ -14,6 +14,7 @@ import sys
 
 import typer
 
+from vmplane.cli import cost as cost_
 from vmplane.cli import exec as exec_
 from vmplane.cli import files, jobs, ops, server
 from vmplane.cli.common import domain_errors
@@ -33,6 +34,7 @@ app.command()(files.init)
 app.command()(files.schema)
 app.command()(files.validate)
 app.command()(files.plan)
+app.command("cost")(cost_.cost)
 app.command()(jobs.apply)
 app.command()(jobs.destroy)
 app.command()(jobs.resume)

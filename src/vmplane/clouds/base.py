@@ -152,6 +152,7 @@ class Capabilities:
     exec_payload_bytes: int  # the largest script one exec-channel command can carry
     user_data_bytes: int  # the largest bootstrap (cloud-init user-data) a VM can be given
     tags: TagRules
+    schedules: bool = False  # runs a pool's `schedule` on the cloud's own scheduler
 
 
 class CloudDriver(abc.ABC):
@@ -300,6 +301,11 @@ def capability_problems(spec: EnvSpec, caps: Capabilities, cloud: Cloud) -> list
     for name, pool in spec.pools.items():
         if pool.mode not in caps.pool_modes:
             out.append(f"pools.{name}.mode: {pool.mode!r} pools are not supported on {cloud.value}")
+        if pool.schedule is not None and not caps.schedules:
+            out.append(
+                f"pools.{name}.schedule: the {cloud.value} driver does not run schedules yet; nothing would stop "
+                "the pool (`vmplane cost` prices the schedule)"
+            )
     lb = spec.load_balancer
     if lb is not None:
         if not caps.load_balancers:

@@ -62,6 +62,8 @@ RULES: list[tuple[str, Impact]] = [
     ("pools.*.desired", Impact.cloud),
     ("pools.*.targetCpuPercent", Impact.cloud),
     ("pools.*.pinTemplateVersion", Impact.cloud),
+    ("pools.*.schedule", Impact.cloud),  # the cloud's scheduled actions, changed in place
+    ("pools.*.schedule.*", Impact.cloud),
     ("pools.*", Impact.cloud),  # a pool added or removed
     ("bootstrap.mode", Impact.vm),  # rendered into user-data
     ("bootstrap.timeoutSeconds", Impact.cloud),

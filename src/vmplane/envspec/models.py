@@ -18,6 +18,7 @@ from vmplane.envspec import percloud
 from vmplane.envspec.base import DNS_LABEL, DNS_LABEL_RE, CertSource, Cloud, ExecMode, SpecModel
 from vmplane.envspec.percloud import DEFAULT_EXEC_MODE
 from vmplane.envspec.provider import AwsProvider, AzureProvider, GcpProvider, Provider, ProxmoxProvider
+from vmplane.envspec.schedule import Schedule
 
 # Explicit: the cloud and provider names defined in base/provider/percloud are re-exported here.
 __all__ = [
@@ -161,6 +162,9 @@ class PoolBase(SpecModel):
     )
     arch: Arch = Field(default=Arch.amd64, description="CPU architecture; must match the instance type.")
     disk_gb: int = Field(default=20, ge=8, le=16384, description="Root volume size (encrypted).")
+    schedule: Schedule | None = Field(
+        default=None, description="When the pool runs (stopped outside these hours); default all the time."
+    )
     template: int | str | None = Field(
         default=None,
         description="Proxmox only (required there): the template VM to clone, by VMID or name.",
