@@ -17,11 +17,12 @@ import json
 import time
 import uuid
 import weakref
+from functools import partial
 from typing import Any
 
 from vmplane.clouds.base import CommandResult, CommandStatus, SessionHint
 from vmplane.clouds.errors import ConflictError, InvalidRequestError, NotFoundError
-from vmplane.clouds.gcp.operations import wait
+from vmplane.clouds.gcp import operations
 from vmplane.clouds.gcp.readiness import guest_attributes
 from vmplane.clouds.gcp.session import CALL_TIMEOUT, GcpClients
 
@@ -79,13 +80,19 @@ def post(gcp: GcpClients, zone: str, instance: str, message: dict[str, Any]) -> 
             fingerprint=inst.metadata.fingerprint, items=[*items, c.Items(key=MAILBOX_KEY, value=value)]
         )
         try:
-            op = gcp.call(
+            operations.run(
+                gcp,
                 "compute.instances.setMetadata",
-                lambda m=metadata: client.set_metadata_unary(  # type: ignore[misc]
-                    project=gcp.project, zone=zone, instance=instance, metadata_resource=m, timeout=CALL_TIMEOUT
+                partial(
+                    client.set_metadata_unary,
+                    project=gcp.project,
+                    zone=zone,
+                    instance=instance,
+                    metadata_resource=metadata,
+                    timeout=CALL_TIMEOUT,
                 ),
+                what=f"exec mailbox on {instance}",
             )
-            wait(gcp, op, what=f"exec mailbox on {instance}")
             return
         except ConflictError:
             if attempt == 2:

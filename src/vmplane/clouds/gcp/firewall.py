@@ -20,7 +20,7 @@ from vmplane.clouds.errors import ConflictError
 from vmplane.clouds.gcp import naming, ownership
 from vmplane.clouds.gcp.ids import gcp_ids
 from vmplane.clouds.gcp.network import network_ref
-from vmplane.clouds.gcp.operations import create, find, last_segment, remove, wait
+from vmplane.clouds.gcp.operations import create, find, last_segment, remove, run
 from vmplane.clouds.gcp.session import CALL_TIMEOUT, GcpClients, new_request_id
 
 IAP_RANGE = "35.235.240.0/20"
@@ -110,7 +110,8 @@ def ensure_firewall(gcp: GcpClients, ctx: Context) -> None:
             )
         if not _same(found, body):
             # Patch replaces the lists it is given: the rule ends up allowing exactly `body`'s ports/sources.
-            op = gcp.call(
+            run(
+                gcp,
                 "compute.firewalls.patch",
                 partial(
                     rules.patch_unary,
@@ -122,8 +123,8 @@ def ensure_firewall(gcp: GcpClients, ctx: Context) -> None:
                     },
                     timeout=CALL_TIMEOUT,
                 ),
+                what=f"firewall rule {name}",
             )
-            wait(gcp, op, what=f"firewall rule {name}")
             ctx.log(f"firewall rule {name} updated")
     for purpose in ("vpc", "iap"):  # ours to reconcile away; "health" is the load balancer's
         if purpose not in wanted:

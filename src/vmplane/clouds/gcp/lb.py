@@ -19,18 +19,14 @@ from typing import Any
 
 from vmplane.clouds.base import Context
 from vmplane.clouds.errors import InvalidRequestError
-from vmplane.clouds.gcp import certs, dns, lb_backend, lb_firewall, naming, operations
+from vmplane.clouds.gcp import certs, dns, lb_backend, lb_firewall, naming
 from vmplane.clouds.gcp.ids import gcp_ids
-from vmplane.clouds.gcp.lb_refs import ensure, ensure_global, lb_block, ref, repoint, tail
+from vmplane.clouds.gcp.lb_refs import ensure_global, lb_block, modify, ref, tail
 from vmplane.clouds.gcp.ownership import description, labels
-from vmplane.clouds.gcp.session import CALL_TIMEOUT, GcpClients
+from vmplane.clouds.gcp.session import GcpClients
 
 HTTPS_PORT, HTTP_PORT = 443, 80
 HEALTH_TIMEOUT_SEC = 5
-
-
-def _op(gcp: GcpClients, method: str, call: Any, what: str) -> None:
-    operations.wait(gcp, gcp.call(method, call), what=what)
 
 
 # ---- stepCreateLoadBalancer ---------------------------------------------------------------------
@@ -55,23 +51,9 @@ def ensure_frontend(gcp: GcpClients, ctx: Context) -> None:
         healthy_threshold=hc.healthy_threshold,
         unhealthy_threshold=hc.unhealthy_threshold,
     )
-    hcs = gcp.compute("HealthChecks")
     name = ids.HealthCheck
-
-    def insert_hc(request_id: str) -> Any:
-        req = compute_v1.InsertHealthCheckRequest(
-            project=gcp.project, health_check_resource=desired, request_id=request_id
-        )
-        return hcs.insert_unary(request=req, timeout=CALL_TIMEOUT)
-
-    found, created = ensure(
-        gcp,
-        ctx,
-        "healthChecks",
-        name,
-        get=lambda: hcs.get(project=gcp.project, health_check=name, timeout=CALL_TIMEOUT),
-        insert=insert_hc,
-    )
+    where = ("healthChecks", "HealthChecks", "health_check")
+    found, created = ensure_global(gcp, ctx, *where, desired)
     now = (found.http_health_check.port, found.http_health_check.request_path, found.check_interval_sec)
     thresholds = (found.healthy_threshold, found.unhealthy_threshold)
     if not created and (
@@ -85,14 +67,7 @@ def ensure_frontend(gcp: GcpClients, ctx: Context) -> None:
             healthy_threshold=hc.healthy_threshold,
             unhealthy_threshold=hc.unhealthy_threshold,
         )
-        _op(
-            gcp,
-            "compute.healthChecks.patch",
-            lambda: hcs.patch_unary(
-                project=gcp.project, health_check=name, health_check_resource=patch, timeout=CALL_TIMEOUT
-            ),
-            f"update {name}",
-        )
+        modify(gcp, *where, name, "patch", health_check_resource=patch)
     lb_firewall.ensure_health_rule(gcp, ctx)
     ip = _ensure_address(gcp, ctx)
     infra.LoadBalancerDNSName = ip
@@ -105,7 +80,6 @@ def _ensure_address(gcp: GcpClients, ctx: Context) -> str:
 
     name = gcp_ids(ctx.infra).Address
     assert name is not None
-    client = gcp.compute("GlobalAddresses")
     address = compute_v1.Address(
         name=name,
         description=description(ctx.tagger, "address"),
@@ -114,20 +88,7 @@ def _ensure_address(gcp: GcpClients, ctx: Context) -> str:
         labels=labels(ctx.tagger, "address"),
     )
 
-    def insert(request_id: str) -> Any:
-        req = compute_v1.InsertGlobalAddressRequest(
-            project=gcp.project, address_resource=address, request_id=request_id
-        )
-        return client.insert_unary(request=req, timeout=CALL_TIMEOUT)
-
-    found, _ = ensure(
-        gcp,
-        ctx,
-        "globalAddresses",
-        name,
-        get=lambda: client.get(project=gcp.project, address=name, timeout=CALL_TIMEOUT),
-        insert=insert,
-    )
+    found, _ = ensure_global(gcp, ctx, "globalAddresses", "GlobalAddresses", "address", address)
     return str(found.address)
 
 
@@ -186,34 +147,17 @@ def ensure_listeners(gcp: GcpClients, ctx: Context) -> None:
 def _ensure_url_map(gcp: GcpClients, ctx: Context, name: str, body: Any, kind: str, backend: str) -> None:
     from google.cloud import compute_v1
 
-    client = gcp.compute("UrlMaps")
     full = compute_v1.UrlMap(body)
     full.name, full.description = name, description(ctx.tagger, "url-map")
-
-    def insert(request_id: str) -> Any:
-        req = compute_v1.InsertUrlMapRequest(project=gcp.project, url_map_resource=full, request_id=request_id)
-        return client.insert_unary(request=req, timeout=CALL_TIMEOUT)
-
-    found, created = ensure(
-        gcp,
-        ctx,
-        "urlMaps",
-        name,
-        get=lambda: client.get(project=gcp.project, url_map=name, timeout=CALL_TIMEOUT),
-        insert=insert,
-    )
+    where = ("urlMaps", "UrlMaps", "url_map")
+    found, created = ensure_global(gcp, ctx, *where, full)
     if kind == "defaultService":
         stale = tail(found.default_service) != backend
     else:
         r = found.default_url_redirect
         stale = not (r.https_redirect and r.redirect_response_code == "MOVED_PERMANENTLY_DEFAULT" and not r.strip_query)
     if not created and stale:
-        _op(
-            gcp,
-            "compute.urlMaps.patch",
-            lambda: client.patch_unary(project=gcp.project, url_map=name, url_map_resource=body, timeout=CALL_TIMEOUT),
-            f"update {name}",
-        )
+        modify(gcp, *where, name, "patch", url_map_resource=body)
 
 
 def _ensure_https_proxy(gcp: GcpClients, ctx: Context, url_map: str, cert: str) -> None:
@@ -225,14 +169,12 @@ def _ensure_https_proxy(gcp: GcpClients, ctx: Context, url_map: str, cert: str) 
         name=name, description=description(ctx.tagger, "https-proxy"), url_map=url_map, ssl_certificates=[cert]
     )
     where = ("targetHttpsProxies", "TargetHttpsProxies", "target_https_proxy")
-    found = ensure_global(gcp, ctx, *where, proxy)
+    found, _ = ensure_global(gcp, ctx, *where, proxy)
     if [tail(c) for c in found.ssl_certificates] != [cert]:  # a new domain's certificate
         body = compute_v1.TargetHttpsProxiesSetSslCertificatesRequest(ssl_certificates=[cert])
-        repoint(
-            gcp, *where, name, "setSslCertificates", target_https_proxies_set_ssl_certificates_request_resource=body
-        )
+        modify(gcp, *where, name, "setSslCertificates", target_https_proxies_set_ssl_certificates_request_resource=body)
     if tail(found.url_map) != url_map:
-        repoint(gcp, *where, name, "setUrlMap", url_map_reference_resource=compute_v1.UrlMapReference(url_map=url_map))
+        modify(gcp, *where, name, "setUrlMap", url_map_reference_resource=compute_v1.UrlMapReference(url_map=url_map))
 
 
 def _ensure_http_proxy(gcp: GcpClients, ctx: Context, url_map: str) -> None:
@@ -242,9 +184,9 @@ def _ensure_http_proxy(gcp: GcpClients, ctx: Context, url_map: str) -> None:
     assert name is not None
     proxy = compute_v1.TargetHttpProxy(name=name, description=description(ctx.tagger, "http-proxy"), url_map=url_map)
     where = ("targetHttpProxies", "TargetHttpProxies", "target_http_proxy")
-    found = ensure_global(gcp, ctx, *where, proxy)
+    found, _ = ensure_global(gcp, ctx, *where, proxy)
     if tail(found.url_map) != url_map:
-        repoint(gcp, *where, name, "setUrlMap", url_map_reference_resource=compute_v1.UrlMapReference(url_map=url_map))
+        modify(gcp, *where, name, "setUrlMap", url_map_reference_resource=compute_v1.UrlMapReference(url_map=url_map))
 
 
 def _ensure_rule(gcp: GcpClients, ctx: Context, name: str, port: int, target: str) -> None:
@@ -262,9 +204,9 @@ def _ensure_rule(gcp: GcpClients, ctx: Context, name: str, port: int, target: st
         target=target,
     )
     where = ("globalForwardingRules", "GlobalForwardingRules", "forwarding_rule")
-    found = ensure_global(gcp, ctx, *where, rule)
+    found, _ = ensure_global(gcp, ctx, *where, rule)
     if tail(found.target) != target:
-        repoint(gcp, *where, name, "setTarget", target_reference_resource=compute_v1.TargetReference(target=target))
+        modify(gcp, *where, name, "setTarget", target_reference_resource=compute_v1.TargetReference(target=target))
 
 
 # ---- stepCreateDNSRecord ------------------------------------------------------------------------

@@ -67,13 +67,14 @@ def ensure_backend(gcp: GcpClients, ctx: Context) -> None:
         patch = compute_v1.BackendService(
             backends=backends, health_checks=[hc], port_name=NAMED_PORT, timeout_sec=BACKEND_TIMEOUT_SEC
         )
-        op = gcp.call(
+        operations.run(
+            gcp,
             "compute.backendServices.patch",
             lambda: client.patch_unary(
                 project=gcp.project, backend_service=name, backend_service_resource=patch, timeout=CALL_TIMEOUT
             ),
+            what=f"update {name}",
         )
-        operations.wait(gcp, op, what=f"update {name}")
     _drop_stale_groups(gcp, ctx, {tail(g) for g in groups})
     ctx.log(f"backend service {name}: {len(groups)} backends, HTTP to port {lb.target_port} (named port http)")
 
@@ -117,7 +118,8 @@ def _mig_group(gcp: GcpClients, ctx: Context, pool: str) -> str:
         body = compute_v1.RegionInstanceGroupsSetNamedPortsRequest(
             named_ports=[compute_v1.NamedPort(name=NAMED_PORT, port=port)], fingerprint=group.fingerprint
         )
-        op = gcp.call(
+        operations.run(
+            gcp,
             "compute.regionInstanceGroups.setNamedPorts",
             lambda: client.set_named_ports_unary(
                 project=gcp.project,
@@ -126,8 +128,8 @@ def _mig_group(gcp: GcpClients, ctx: Context, pool: str) -> str:
                 region_instance_groups_set_named_ports_request_resource=body,
                 timeout=CALL_TIMEOUT,
             ),
+            what=f"named port on {mig}",
         )
-        operations.wait(gcp, op, what=f"named port on {mig}")
     return ref(gcp, f"regions/{gcp.region}/instanceGroups/{mig}")
 
 
@@ -173,29 +175,14 @@ def _ensure_unmanaged_group(gcp: GcpClients, ctx: Context, zone: str, vms: list[
     want = {ref(gcp, f"zones/{zone}/instances/{vm}") for vm in vms}
     have = set(members(gcp, zone, name))
     if want - have:
-        body_add = compute_v1.InstanceGroupsAddInstancesRequest(
-            instances=[compute_v1.InstanceReference(instance=i) for i in sorted(want - have)]
-        )
-        _zonal(
-            gcp,
-            "addInstances",
-            name,
-            lambda: client.add_instances_unary(
-                project=gcp.project,
-                zone=zone,
-                instance_group=name,
-                instance_groups_add_instances_request_resource=body_add,
-                timeout=CALL_TIMEOUT,
-            ),
-        )
+        add_members(gcp, zone, name, sorted(want - have))
     if have - want:
         remove_members(gcp, zone, name, sorted(have - want))
     return ref(gcp, f"zones/{zone}/instanceGroups/{name}")
 
 
 def _zonal(gcp: GcpClients, verb: str, name: str, call: Any) -> None:
-    op = gcp.call(f"compute.instanceGroups.{verb}", call)
-    operations.wait(gcp, op, what=f"{verb} on {name}")
+    operations.run(gcp, f"compute.instanceGroups.{verb}", call, what=f"{verb} on {name}")
 
 
 def members(gcp: GcpClients, zone: str, name: str) -> list[str]:
@@ -217,6 +204,28 @@ def members(gcp: GcpClients, zone: str, name: str) -> list[str]:
         ),
     )
     return [tail(i.instance) for i in found]
+
+
+def add_members(gcp: GcpClients, zone: str, name: str, instances: list[str]) -> None:
+    """Add VMs (`projects/...` references) that are not members yet: Google refuses a second add."""
+    from google.cloud import compute_v1
+
+    client = gcp.compute("InstanceGroups")
+    body = compute_v1.InstanceGroupsAddInstancesRequest(
+        instances=[compute_v1.InstanceReference(instance=i) for i in instances]
+    )
+    _zonal(
+        gcp,
+        "addInstances",
+        name,
+        lambda: client.add_instances_unary(
+            project=gcp.project,
+            zone=zone,
+            instance_group=name,
+            instance_groups_add_instances_request_resource=body,
+            timeout=CALL_TIMEOUT,
+        ),
+    )
 
 
 def remove_members(gcp: GcpClients, zone: str, name: str, instances: list[str]) -> None:

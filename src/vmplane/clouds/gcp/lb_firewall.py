@@ -64,13 +64,14 @@ def ensure_health_rule(gcp: GcpClients, ctx: Context) -> None:
     ):
         # A health-check or serving port change: the rule is patched in place.
         patch = compute_v1.Firewall(source_ranges=HEALTH_CHECK_RANGES, target_tags=[tag], allowed=desired.allowed)
-        op = gcp.call(
+        operations.run(
+            gcp,
             "compute.firewalls.patch",
             lambda: client.patch_unary(
                 project=gcp.project, firewall=name, firewall_resource=patch, timeout=CALL_TIMEOUT
             ),
+            what=f"update {name}",
         )
-        operations.wait(gcp, op, what=f"update {name}")
     ctx.log(f"firewall {name}: tcp {','.join(ports)} from {' '.join(HEALTH_CHECK_RANGES)} to tag {tag}")
 
 

@@ -74,9 +74,12 @@ def ensure(
     return gcp.call(f"compute.{collection}.get", get), True
 
 
-def ensure_global(gcp: GcpClients, ctx: Context, collection: str, client_name: str, key: str, resource: Any) -> Any:
+def ensure_global(
+    gcp: GcpClients, ctx: Context, collection: str, client_name: str, key: str, resource: Any
+) -> tuple[Any, bool]:
     """`ensure` for a global compute resource whose get and insert take `<key>` / `<key>_resource`
-    (proxies, forwarding rules): found by `resource.name` (checked as ours) or inserted, then read back."""
+    (every part of the LB chain): found by `resource.name` (checked as ours) or inserted, then read
+    back: (resource, created)."""
     client = gcp.compute(client_name)
     name = resource.name
 
@@ -85,16 +88,19 @@ def ensure_global(gcp: GcpClients, ctx: Context, collection: str, client_name: s
         return client.insert_unary(request=req, timeout=CALL_TIMEOUT)
 
     get = partial(client.get, project=gcp.project, timeout=CALL_TIMEOUT, **{key: name})
-    return ensure(gcp, ctx, collection, name, get=get, insert=insert)[0]
+    return ensure(gcp, ctx, collection, name, get=get, insert=insert)
 
 
-def repoint(gcp: GcpClients, collection: str, client_name: str, key: str, name: str, verb: str, **body: Any) -> None:
-    """One `set*` call that moves a reference in place (a proxy's URL map or certificates, a rule's
-    target), waited to DONE. `verb` is the API's (`setUrlMap`); `body` the call's one resource argument."""
+def modify(gcp: GcpClients, collection: str, client_name: str, key: str, name: str, verb: str, **body: Any) -> None:
+    """One in-place change of a global resource, waited to DONE: a `patch`, or a `set*` call that moves a
+    reference (a proxy's URL map or certificates, a rule's target). `verb` is the API's (`setUrlMap`);
+    `body` the call's one resource argument."""
     client = gcp.compute(client_name)
     call = getattr(client, re.sub(r"(?<!^)([A-Z])", r"_\1", verb).lower() + "_unary")
     what = f"update {name} ({verb})"
-    op = gcp.call(
-        f"compute.{collection}.{verb}", lambda: call(project=gcp.project, timeout=CALL_TIMEOUT, **{key: name}, **body)
+    operations.run(
+        gcp,
+        f"compute.{collection}.{verb}",
+        lambda: call(project=gcp.project, timeout=CALL_TIMEOUT, **{key: name}, **body),
+        what=what,
     )
-    operations.wait(gcp, op, what=what)

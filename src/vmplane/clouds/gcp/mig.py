@@ -16,7 +16,7 @@ from vmplane.clouds.errors import ConflictError, NotFoundError
 from vmplane.clouds.gcp import naming, ownership
 from vmplane.clouds.gcp.ids import gcp_ids
 from vmplane.clouds.gcp.instances import RUNNING_TIMEOUT, template_url, template_version
-from vmplane.clouds.gcp.operations import create, find, last_segment, remove, wait
+from vmplane.clouds.gcp.operations import create, find, last_segment, remove, run
 from vmplane.clouds.gcp.session import CALL_TIMEOUT, GcpClients
 from vmplane.clouds.waits import poll
 from vmplane.envspec.models import AsgPool
@@ -115,13 +115,14 @@ def ensure_mig_pool(gcp: GcpClients, ctx: Context, pool_name: str, pool: AsgPool
 
 def resize(gcp: GcpClients, name: str, size: int) -> None:
     client = gcp.compute("RegionInstanceGroupManagers")
-    op = gcp.call(
+    run(
+        gcp,
         "compute.regionInstanceGroupManagers.resize",
         lambda: client.resize_unary(
             project=gcp.project, region=gcp.region, instance_group_manager=name, size=size, timeout=CALL_TIMEOUT
         ),
+        what=f"resize {name} to {size}",
     )
-    wait(gcp, op, what=f"resize {name} to {size}")
 
 
 def autoscaler_resource(ctx: Context, pool_name: str, pool: AsgPool, target: str) -> Any:

@@ -21,7 +21,7 @@ from vmplane.clouds.base import Context
 from vmplane.clouds.errors import ConflictError, InvalidRequestError
 from vmplane.clouds.gcp import naming, ownership
 from vmplane.clouds.gcp.ids import gcp_ids
-from vmplane.clouds.gcp.operations import create, find, last_segment, remove, wait
+from vmplane.clouds.gcp.operations import create, find, last_segment, remove, run
 from vmplane.clouds.gcp.session import CALL_TIMEOUT, GcpClients, new_request_id
 
 SUBNET_PREFIX = 20
@@ -158,7 +158,8 @@ def _ensure_subnetwork(gcp: GcpClients, ctx: Context, name: str, cidr: str) -> N
         )
     if not found.private_ip_google_access:  # drifted: VMs without external IPs need it to reach Google APIs
         body = compute_v1.SubnetworksSetPrivateIpGoogleAccessRequest(private_ip_google_access=True)
-        op = gcp.call(
+        run(
+            gcp,
             "compute.subnetworks.setPrivateIpGoogleAccess",
             lambda: subs.set_private_ip_google_access_unary(
                 request={
@@ -170,8 +171,8 @@ def _ensure_subnetwork(gcp: GcpClients, ctx: Context, name: str, cidr: str) -> N
                 },
                 timeout=CALL_TIMEOUT,
             ),
+            what=f"private Google access on {name}",
         )
-        wait(gcp, op, what=f"private Google access on {name}")
 
 
 def desired_nat(name: str) -> Any:
@@ -231,7 +232,8 @@ def _ensure_router(gcp: GcpClients, ctx: Context, name: str, nat_name: str) -> N
     # The network goes along unchanged: it is required on the resource, and PATCH validates the whole of it.
     kept = [*(n for n in nats if n.name != nat_name), desired_nat(nat_name)]
     patch = compute_v1.Router(name=name, network=found.network, nats=kept)
-    op = gcp.call(
+    run(
+        gcp,
         "compute.routers.patch",
         lambda: routers.patch_unary(
             request={
@@ -243,8 +245,8 @@ def _ensure_router(gcp: GcpClients, ctx: Context, name: str, nat_name: str) -> N
             },
             timeout=CALL_TIMEOUT,
         ),
+        what=f"NAT {nat_name} on {name}",
     )
-    wait(gcp, op, what=f"NAT {nat_name} on {name}")
     ctx.log(f"router {name}: NAT {nat_name} restored")
 
 

@@ -35,6 +35,11 @@ def wait(gcp: GcpClients, op: Any, *, what: str, timeout: float = OPERATION_TIME
         raise operation_error(op, what)
 
 
+def run(gcp: GcpClients, method: str, call: Callable[[], Any], *, what: str) -> None:
+    """One mutating compute call and its operation, waited to DONE (errors of either translated)."""
+    wait(gcp, gcp.call(method, call), what=what)
+
+
 def find(gcp: GcpClients, method: str, get: Callable[[], Any]) -> Any | None:
     """The resource `get` returns, or None when it does not exist."""
     try:
@@ -50,8 +55,7 @@ def create(gcp: GcpClients, method: str, insert: Callable[[str], Any], *, what: 
     same insert after a lost response.
     """
     request_id = new_request_id()
-    op = gcp.call(method, lambda: insert(request_id))
-    wait(gcp, op, what=what)
+    run(gcp, method, lambda: insert(request_id), what=what)
 
 
 def remove(
@@ -66,11 +70,7 @@ def remove(
     """Delete under the teardown rule (NotFound is done, in use retries to the deadline), waiting for the
     operation; True if this call deleted it."""
 
-    def attempt() -> None:
-        op = gcp.call(method, call)
-        wait(gcp, op, what=what)
-
-    return delete(attempt, what=what, timeout=timeout, sleep=sleep)
+    return delete(lambda: run(gcp, method, call, what=what), what=what, timeout=timeout, sleep=sleep)
 
 
 def _wait_once(gcp: GcpClients, op: Any) -> Any:

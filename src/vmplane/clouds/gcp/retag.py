@@ -22,7 +22,7 @@ from vmplane.clouds.base import Context
 from vmplane.clouds.gcp import identity, ownership
 from vmplane.clouds.gcp.ids import gcp_ids
 from vmplane.clouds.gcp.inventory import is_ours, named_like
-from vmplane.clouds.gcp.operations import last_segment, wait
+from vmplane.clouds.gcp.operations import last_segment, run
 from vmplane.clouds.gcp.session import CALL_TIMEOUT, GcpClients, new_request_id
 from vmplane.clouds.tags import gcp_label_key
 
@@ -68,8 +68,7 @@ def retag(gcp: GcpClients, ctx: Context) -> None:
                 req = compute_v1.GlobalSetLabelsRequest(labels=labels, label_fingerprint=r.label_fingerprint)
                 request |= {"resource": r.name, "global_set_labels_request_resource": req}
             call = partial(api.set_labels_unary, request=request, timeout=CALL_TIMEOUT)
-            op = gcp.call(f"compute.{collection}.setLabels", call)
-            wait(gcp, op, what=f"labels of {r.name}")
+            run(gcp, f"compute.{collection}.setLabels", call, what=f"labels of {r.name}")
     for client, collection, scope, default in _DESCRIBED:
         api = gcp.compute(client)
         for r in named_like(gcp, ctx, client, collection, scope):
@@ -91,8 +90,7 @@ def retag(gcp: GcpClients, ctx: Context) -> None:
             else:
                 fields |= {"region": region, "router": r.name, "router_resource": body}
             patch = partial(api.patch_unary, request=fields, timeout=CALL_TIMEOUT)
-            op = gcp.call(f"compute.{collection}.patch", patch)
-            wait(gcp, op, what=f"description of {r.name}")
+            run(gcp, f"compute.{collection}.patch", patch, what=f"description of {r.name}")
     count += _retag_service_account(gcp, ctx)
     ctx.log(f"tags updated on {count} resources: {', '.join(sorted(ctx.spec.tags)) or 'no user tags'}")
 
