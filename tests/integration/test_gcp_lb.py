@@ -418,3 +418,31 @@ def test_a_domain_change_makes_a_new_certificate_switches_the_proxy_then_deletes
     assert [c.rsplit("/", 1)[-1] for c in proxy.ssl_certificates] == [new]
     assert _gone(endpoint, project, "SslCertificates", ssl_certificate=old)
     assert [x["name"] for x in _rrsets(endpoint, project) if x["type"] == "A"] == ["shop2.sandbox.vmplane.test."]
+
+
+def test_a_rotated_fixed_vm_rejoins_its_group_once_even_after_a_crash(endpoint: str, project: str) -> None:
+    """Rotation deletes a Fixed VM and inserts it again under the same name, which takes it out of its
+    zone's group. The re-join is checked on every run: a crash between the insert and the add (the VM
+    back, not yet a member) still ends with it in the group, and a member is never added twice."""
+    from vmplane.clouds.gcp import rotation
+
+    spec = _spec()
+    gcp, ctx = _provision(endpoint, project, spec)
+    _attach(gcp, ctx)
+    zone, vm = ZONES[0], naming.instance(spec, "web", 0)
+    group = naming.instance_group(spec, zone)
+    body = compute_v1.InstanceGroupsRemoveInstancesRequest(
+        instances=[compute_v1.InstanceReference(instance=f"projects/{project}/zones/{zone}/instances/{vm}")]
+    )
+    op = _client(endpoint, "InstanceGroups").remove_instances_unary(
+        project=project, zone=zone, instance_group=group, instance_groups_remove_instances_request_resource=body
+    )
+    _done(endpoint, project, op)
+    assert _members(endpoint, project, zone, group) == []
+
+    first = _tally(lambda: rotation._rejoin_instance_group(gcp, ctx, zone, vm))
+    assert first["compute.instanceGroups.addInstances"] == 1
+    again = _tally(lambda: rotation._rejoin_instance_group(gcp, ctx, zone, vm))
+    assert again["compute.instanceGroups.addInstances"] == 0
+    assert _members(endpoint, project, zone, group) == [vm]
+    lb_teardown.detach(gcp, ctx, keep_vms=False)

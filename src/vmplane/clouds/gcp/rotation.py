@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from vmplane.clouds.base import Context
 from vmplane.clouds.errors import DeadlineExceededError
-from vmplane.clouds.gcp import mig
+from vmplane.clouds.gcp import lb_backend, mig
 from vmplane.clouds.gcp.ids import gcp_ids
 from vmplane.clouds.gcp.instances import (
     delete_instance,
@@ -21,9 +21,9 @@ from vmplane.clouds.gcp.instances import (
     template_version,
     wait_running,
 )
-from vmplane.clouds.gcp.operations import create
+from vmplane.clouds.gcp.lb_refs import ref
 from vmplane.clouds.gcp.readiness import wait_bootstrapped
-from vmplane.clouds.gcp.session import CALL_TIMEOUT, GcpClients
+from vmplane.clouds.gcp.session import GcpClients
 from vmplane.envspec.models import AsgPool
 from vmplane.state import VMRecord, VMState
 
@@ -72,7 +72,7 @@ def rotate_fixed_vm(gcp: GcpClients, ctx: Context, rec: VMRecord) -> None:
     if live is None:
         insert_instance(gcp, ctx, rec.Pool, rec.Name, zone)
         rec.LaunchTemplateVersion = version
-        _rejoin_instance_group(gcp, ctx, zone, rec.Name)
+    _rejoin_instance_group(gcp, ctx, zone, rec.Name)
     wait_running(gcp, ctx, [rec])
     wait_bootstrapped(gcp, ctx, [rec])
     if rec.State is not VMState.ready:
@@ -84,26 +84,11 @@ def rotate_fixed_vm(gcp: GcpClients, ctx: Context, rec: VMRecord) -> None:
 
 def _rejoin_instance_group(gcp: GcpClients, ctx: Context, zone: str, name: str) -> None:
     """Behind a load balancer a Fixed VM sits in its zone's unmanaged instance group; deleting the VM
-    took it out, so the replacement is added back (the group itself is the LB step's)."""
-    from google.cloud import compute_v1 as c
-
+    took it out, so the replacement is added back (the group itself is the LB step's). Checked on every
+    run, so a crash between the insert and the add still ends with the VM in its group."""
     group = gcp_ids(ctx.infra).InstanceGroups.get(zone)
     if not group:
         return
-    client = gcp.compute("InstanceGroups")
-    ref = c.InstanceReference(instance=f"projects/{gcp.project}/zones/{zone}/instances/{name}")
-    create(
-        gcp,
-        "compute.instanceGroups.addInstances",
-        lambda rid: client.add_instances_unary(
-            request=c.AddInstancesInstanceGroupRequest(
-                project=gcp.project,
-                zone=zone,
-                instance_group=group,
-                instance_groups_add_instances_request_resource=c.InstanceGroupsAddInstancesRequest(instances=[ref]),
-                request_id=rid,
-            ),
-            timeout=CALL_TIMEOUT,
-        ),
-        what=f"add {name} to {group}",
-    )
+    me = ref(gcp, f"zones/{zone}/instances/{name}")
+    if me not in lb_backend.members(gcp, zone, group):
+        lb_backend.add_members(gcp, zone, group, [me])
