@@ -4,9 +4,12 @@ kill points to test, and pytest parameters with the emulator gaps marked."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.helpers import Cli
+from tests.integration.test_crash_resume import kill_after
 
 
 def apply_cases(job: dict[str, Any], case: Callable[[str], str | None]) -> list[str]:
@@ -36,3 +39,39 @@ def params(phase: str, ops: list[str], xfail: dict[str, str]) -> list[Any]:
         else pytest.param(i, op, id=op)
         for i, op in enumerate(ops)
     ]
+
+
+def assert_cases(applied: dict[str, Any], destroyed: dict[str, Any], case: Callable[[str], str | None],
+                 apply_ops: list[str], destroy_ops: list[str]) -> None:  # fmt: skip
+    """The sweep's lists are the reference run's calls; on drift, the message is the list to paste."""
+    got_apply, got_destroy = apply_cases(applied, case), destroy_cases(destroyed, case)
+    assert got_apply == apply_ops, f"APPLY_OPS = {got_apply!r}"
+    assert got_destroy == destroy_ops, f"DESTROY_OPS = {got_destroy!r}"
+
+
+def apply_killed_then_resumed(
+    cli: Cli, env_file: Path, operation: str, snapshot: Callable[[str], Any], want: Any,
+    differences: Callable[[Any, Any], list[str]],
+) -> None:  # fmt: skip
+    """kill -9 an apply right after `operation`, resume it: the account must hold what a clean run left."""
+    args = ("apply", "-f", str(env_file), "--sandbox", "--yes")
+    kill_after(cli, operation, *args)
+    assert cli.json("status", "-f", str(env_file))["status"] == "running"
+    job = cli.json(*args)
+    assert job["status"] == "succeeded", job["error"]
+    got = snapshot(job["id"])
+    assert got == want, "\n".join(differences(got, want))
+    gone = cli.json("destroy", "-f", str(env_file), "--sandbox", "--yes")
+    assert gone["status"] == "deleted", gone["error"]
+
+
+def destroy_killed_then_resumed(cli: Cli, env_file: Path, operation: str, remaining: Callable[[str], Any]) -> None:
+    """Apply, kill -9 the destroy right after `operation`, resume it: it ends `deleted`, nothing left."""
+    job = cli.json("apply", "-f", str(env_file), "--sandbox", "--yes")
+    assert job["status"] == "succeeded", job["error"]
+    args = ("destroy", "-f", str(env_file), "--sandbox", "--yes")
+    kill_after(cli, operation, *args)
+    assert cli.json("status", job["id"])["status"] == "deleting"
+    done = cli.json(*args)
+    assert done["status"] == "deleted", done["error"]
+    assert not remaining(job["id"])

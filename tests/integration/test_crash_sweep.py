@@ -13,14 +13,19 @@ calls drift from them, printing the lists to paste.
 from __future__ import annotations
 
 import re
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.helpers import Cli, Sandbox, write_env
-from tests.integration.sweep_cases import apply_cases, destroy_cases, params
+from tests.integration.sweep_cases import (
+    apply_killed_then_resumed,
+    assert_cases,
+    destroy_killed_then_resumed,
+    params,
+)
 from tests.integration.sweep_inventory import differences, inventory, remaining
-from tests.integration.test_crash_resume import kill_after
 
 from vmplane.clouds.aws import naming
 from vmplane.envspec.load import load_spec
@@ -140,10 +145,7 @@ def reference(sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> Ref
 @pytest.mark.sandbox
 @pytest.mark.slow
 def test_the_sweep_covers_every_mutating_call(reference: Reference) -> None:
-    assert apply_cases(reference.applied, _case) == APPLY_OPS, f"APPLY_OPS = {apply_cases(reference.applied, _case)!r}"
-    assert destroy_cases(reference.destroyed, _case) == DESTROY_OPS, (
-        f"DESTROY_OPS = {destroy_cases(reference.destroyed, _case)!r}"
-    )
+    assert_cases(reference.applied, reference.destroyed, _case, APPLY_OPS, DESTROY_OPS)
 
 
 @pytest.mark.sandbox
@@ -153,17 +155,8 @@ def test_apply_killed_after_each_call_converges(
     cli: Cli, sandbox: Sandbox, reference: Reference, tmp_path: Path, index: int, operation: str
 ) -> None:
     env_file = write_env(tmp_path, f"sw-a{index:02d}", example="web.jsonc")
-    args = ("apply", "-f", str(env_file), "--sandbox", "--yes")
-    kill_after(cli, operation, *args)
-    assert cli.json("status", "-f", str(env_file))["status"] == "running"
-
-    job = cli.json(*args)
-    assert job["status"] == "succeeded", job["error"]
-    got = snapshot(sandbox, env_file, job["id"])
-    assert got == reference.inventory, "\n".join(differences(got, reference.inventory))
-
-    gone = cli.json("destroy", "-f", str(env_file), "--sandbox", "--yes")
-    assert gone["status"] == "deleted", gone["error"]
+    snap = partial(snapshot, sandbox, env_file)
+    apply_killed_then_resumed(cli, env_file, operation, snap, reference.inventory, differences)
 
 
 @pytest.mark.sandbox
@@ -173,12 +166,4 @@ def test_destroy_killed_after_each_delete_finishes(
     cli: Cli, sandbox: Sandbox, reference: Reference, tmp_path: Path, index: int, operation: str
 ) -> None:
     env_file = write_env(tmp_path, f"sw-d{index:02d}", example="web.jsonc")
-    job = cli.json("apply", "-f", str(env_file), "--sandbox", "--yes")
-    assert job["status"] == "succeeded", job["error"]
-    args = ("destroy", "-f", str(env_file), "--sandbox", "--yes")
-    kill_after(cli, operation, *args)
-    assert cli.json("status", job["id"])["status"] == "deleting"
-
-    done = cli.json(*args)
-    assert done["status"] == "deleted", done["error"]
-    assert not remaining(snapshot(sandbox, env_file, job["id"]))
+    destroy_killed_then_resumed(cli, env_file, operation, lambda job_id: remaining(snapshot(sandbox, env_file, job_id)))

@@ -14,14 +14,19 @@ from __future__ import annotations
 
 import json
 import re
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.helpers import Cli, Sandbox, write_env
 from tests.integration.gcp_inventory import Gcp, job_resources, records
-from tests.integration.sweep_cases import apply_cases, destroy_cases, params
-from tests.integration.test_crash_resume import kill_after
+from tests.integration.sweep_cases import (
+    apply_killed_then_resumed,
+    assert_cases,
+    destroy_killed_then_resumed,
+    params,
+)
 
 from vmplane.envspec.load import load_spec
 
@@ -179,10 +184,7 @@ def reference(sandbox: Sandbox, gcp: Gcp, tmp_path_factory: pytest.TempPathFacto
 @pytest.mark.sandbox
 @pytest.mark.slow
 def test_the_gcp_sweep_covers_every_mutating_call(reference: Reference) -> None:
-    assert apply_cases(reference.applied, _case) == APPLY_OPS, f"APPLY_OPS = {apply_cases(reference.applied, _case)!r}"
-    assert destroy_cases(reference.destroyed, _case) == DESTROY_OPS, (
-        f"DESTROY_OPS = {destroy_cases(reference.destroyed, _case)!r}"
-    )
+    assert_cases(reference.applied, reference.destroyed, _case, APPLY_OPS, DESTROY_OPS)
 
 
 @pytest.mark.sandbox
@@ -192,17 +194,8 @@ def test_gcp_apply_killed_after_each_call_converges(
     cli: Cli, gcp: Gcp, reference: Reference, tmp_path: Path, index: int, operation: str
 ) -> None:
     env_file = write_env(tmp_path, f"gsw-a{index:02d}", example="gcp-web.jsonc")
-    args = ("apply", "-f", str(env_file), "--sandbox", "--yes")
-    kill_after(cli, operation, *args)
-    assert cli.json("status", "-f", str(env_file))["status"] == "running"
-
-    job = cli.json(*args)
-    assert job["status"] == "succeeded", job["error"]
-    got = snapshot(gcp, env_file, job["id"])
-    assert got == reference.snapshot, "\n".join(differences(got, reference.snapshot))
-
-    gone = cli.json("destroy", "-f", str(env_file), "--sandbox", "--yes")
-    assert gone["status"] == "deleted", gone["error"]
+    snap = partial(snapshot, gcp, env_file)
+    apply_killed_then_resumed(cli, env_file, operation, snap, reference.snapshot, differences)
 
 
 @pytest.mark.sandbox
@@ -212,12 +205,4 @@ def test_gcp_destroy_killed_after_each_call_finishes(
     cli: Cli, gcp: Gcp, reference: Reference, tmp_path: Path, index: int, operation: str
 ) -> None:
     env_file = write_env(tmp_path, f"gsw-d{index:02d}", example="gcp-web.jsonc")
-    job = cli.json("apply", "-f", str(env_file), "--sandbox", "--yes")
-    assert job["status"] == "succeeded", job["error"]
-    args = ("destroy", "-f", str(env_file), "--sandbox", "--yes")
-    kill_after(cli, operation, *args)
-    assert cli.json("status", job["id"])["status"] == "deleting"
-
-    done = cli.json(*args)
-    assert done["status"] == "deleted", done["error"]
-    assert not remaining(snapshot(gcp, env_file, job["id"]))
+    destroy_killed_then_resumed(cli, env_file, operation, lambda job_id: remaining(snapshot(gcp, env_file, job_id)))
