@@ -15,7 +15,7 @@ from typing import Any
 from vmplane.bootstrap.cloudinit import render_user_data
 from vmplane.envspec.impact import USER_KEYED, Impact, classify
 from vmplane.envspec.models import EnvSpec
-from vmplane.tf.hcl import Block, Comment, Heredoc, Item
+from vmplane.tf.hcl import Block, Comment, Expr, Heredoc, Item
 
 SKIP = {"$schema"}  # editor hint: no effect on any resource
 
@@ -92,3 +92,22 @@ def input_files(spec: EnvSpec, spec_doc: dict[str, Any], notes: InputNotes = AWS
             Block("locals").attr("identity", groups[Impact.identity]),
         ],
     }
+
+
+def pool_locals(loc: Block) -> None:
+    """The pool maps every stack derives from the inputs: one key per Fixed VM (`<env>-<pool>-<i>`, its
+    stable name) and the auto-scaled pools with their sizes."""
+    loc.attr(
+        "fixed_vms",
+        Expr(
+            "merge([\n"
+            "    for name, p in local.cloud.pools : {\n"
+            '      for i in range(p.size) : "${local.identity.name}-${name}-${i}" => { pool = name, index = i }\n'
+            '    } if local.identity.pools[name].mode == "fixed"\n'
+            "  ]...)"
+        ),
+    )
+    loc.attr(
+        "asg_pools",
+        Expr('{ for name, p in local.identity.pools : name => local.cloud.pools[name] if p.mode == "asg" }'),
+    )

@@ -9,6 +9,7 @@ from vmplane.tf.aws.compute import compute
 from vmplane.tf.aws.lb import load_balancer
 from vmplane.tf.aws.network import network
 from vmplane.tf.hcl import Block, Item
+from vmplane.tf.inputs import pool_locals
 
 
 def main_tf(spec: EnvSpec) -> list[Item]:
@@ -71,18 +72,5 @@ def _locals() -> Block:
             "  }"
         ),
     )
-    loc.attr(
-        "fixed_vms",
-        E(
-            "merge([\n"
-            "    for name, p in local.cloud.pools : {\n"
-            '      for i in range(p.size) : "${local.identity.name}-${name}-${i}" => { pool = name, index = i }\n'
-            '    } if local.identity.pools[name].mode == "fixed"\n'
-            "  ]...)"
-        ),
-    )
-    loc.attr(
-        "asg_pools",
-        E('{ for name, p in local.identity.pools : name => local.cloud.pools[name] if p.mode == "asg" }'),
-    )
+    pool_locals(loc)
     return loc
