@@ -17,9 +17,9 @@ from typing import Any, ClassVar
 
 from vmplane.bootstrap.cloudinit import check_user_data_size, render_user_data
 from vmplane.bootstrap.runtime import render_push_script
-from vmplane.clouds.errors import UnsupportedError
+from vmplane.clouds.errors import DeadlineExceededError, UnsupportedError
 from vmplane.envspec.models import CertSource, Cloud, EnvSpec, ExecMode
-from vmplane.state import InfraConfig
+from vmplane.state import InfraConfig, VMRecord, VMState
 
 MANAGED_BY = "vmplane"
 
@@ -77,6 +77,19 @@ class Context:
     save: Callable[[], None] = lambda: None
     log: Callable[[str], None] = lambda _msg: None
     notes: list[str] = field(default_factory=list)  # what the user must read (shown after an operation)
+
+
+def bootstrap_timed_out(ctx: Context, vms: list[VMRecord], timeout: float) -> DeadlineExceededError:
+    """Mark the VMs still bootstrapping as failed (saved) and say where to look; the caller raises it."""
+    late = [v.Name for v in vms if v.State is VMState.bootstrap]
+    for v in vms:
+        if v.State is VMState.bootstrap:
+            v.State = VMState.failed
+    ctx.save()
+    return DeadlineExceededError(
+        f"bootstrap sentinel not seen within {timeout}s on {', '.join(late)}; "
+        "see /var/log/vmplane-bootstrap.log on the VM (vmplane exec)"
+    )
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from vmplane.clouds.aws import naming, targets
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.aws.tags import job_filters, tag_spec
-from vmplane.clouds.base import Context
+from vmplane.clouds.base import Context, bootstrap_timed_out
 from vmplane.clouds.errors import (
     DeadlineExceededError,
     InvalidRequestError,
@@ -197,13 +197,5 @@ def wait_bootstrapped(aws: AwsClients, ctx: Context) -> None:
     try:
         poll(all_ready, what="the bootstrap sentinel", timeout=timeout, first=1.0, factor=1.5, cap=15)
     except DeadlineExceededError as err:
-        late = [v.Name for v in infra.VMs if v.State == VMState.bootstrap]
-        for v in infra.VMs:
-            if v.State == VMState.bootstrap:
-                v.State = VMState.failed
-        ctx.save()
-        raise DeadlineExceededError(
-            f"bootstrap sentinel not seen within {timeout}s on {', '.join(late)}; "
-            "see /var/log/vmplane-bootstrap.log on the VM (vmplane exec)"
-        ) from err
+        raise bootstrap_timed_out(ctx, infra.VMs, timeout) from err
     ctx.log(f"{sum(v.State == VMState.ready for v in infra.VMs)} VMs ready (sentinel seen)")

@@ -7,7 +7,7 @@ Google allows about 10 guest-attribute queries per minute per VM, so the poll ba
 
 from __future__ import annotations
 
-from vmplane.clouds.base import Context
+from vmplane.clouds.base import Context, bootstrap_timed_out
 from vmplane.clouds.errors import DeadlineExceededError, NotFoundError
 from vmplane.clouds.gcp.session import CALL_TIMEOUT, GcpClients
 from vmplane.clouds.waits import poll
@@ -67,15 +67,7 @@ def wait_bootstrapped(gcp: GcpClients, ctx: Context, recs: list[VMRecord] | None
             cap=POLL_CAP,
         )
     except DeadlineExceededError as err:
-        late = [v.Name for v in vms if v.State is VMState.bootstrap]
-        for v in vms:
-            if v.State is VMState.bootstrap:
-                v.State = VMState.failed
-        ctx.save()
-        raise DeadlineExceededError(
-            f"bootstrap sentinel not seen within {timeout}s on {', '.join(late)}; "
-            "see /var/log/vmplane-bootstrap.log on the VM (vmplane exec)"
-        ) from err
+        raise bootstrap_timed_out(ctx, vms, timeout) from err
     if simulated:
         ctx.log(f"{SIMULATED_NOTE} ({', '.join(simulated)})")
     ctx.log(f"{sum(v.State is VMState.ready for v in vms)} VMs ready (sentinel seen in guest attributes)")

@@ -15,7 +15,7 @@ from typing import Any
 
 from vmplane.sandbox.gcp import operations
 from vmplane.sandbox.gcp.discovery import Method
-from vmplane.sandbox.gcp.errors import already_exists, in_use, invalid, not_found
+from vmplane.sandbox.gcp.errors import already_exists, condition_not_met, in_use, invalid, not_found
 from vmplane.sandbox.gcp.filters import compile_filter
 from vmplane.sandbox.gcp.schema import require_body
 from vmplane.sandbox.gcp.store import (
@@ -209,6 +209,18 @@ def fingerprint_of(value: Any) -> str:
     import json
 
     return base64.b64encode(hashlib.sha256(json.dumps(value, sort_keys=True).encode()).digest()[:8]).decode()
+
+
+def set_labels(call: Call) -> Resource:
+    """`setLabels` on any resource that takes labels: the whole map replaced, given the current fingerprint."""
+    r = call.get()
+    body = require_body(call.body)
+    if body.get("labelFingerprint") != r.get("labelFingerprint"):
+        raise condition_not_met("Labels fingerprint either invalid or resource labels have changed")
+    check_labels(body.get("labels"))
+    r["labels"] = dict(body.get("labels") or {})
+    r["labelFingerprint"] = fingerprint_of(r["labels"])
+    return call.operation("setLabels", r)
 
 
 def get(call: Call) -> Resource:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 
 from vmplane.sandbox.gcp import guest
-from vmplane.sandbox.gcp.compute import Call, Hook, Kind, Resolve, handler, insert, register, resolver
+from vmplane.sandbox.gcp.compute import Call, Hook, Kind, Resolve, handler, insert, register, resolver, set_labels
 from vmplane.sandbox.gcp.compute_catalogue import MACHINE_TYPES, default_service_account, known_image
 from vmplane.sandbox.gcp.compute_network import allocate_ip
 from vmplane.sandbox.gcp.errors import condition_not_met, invalid
@@ -238,18 +238,7 @@ def _aggregated(call: Call) -> Resource:
     }
 
 
-@handler("compute.instances.setLabels")
-def _set_labels(call: Call) -> Resource:
-    r = call.get()
-    body = require_body(call.body)
-    if body.get("labelFingerprint") != r.get("labelFingerprint"):
-        raise condition_not_met("Labels fingerprint either invalid or resource labels have changed")
-    check_labels(body.get("labels"))
-    from vmplane.sandbox.gcp.compute import fingerprint_of
-
-    r["labels"] = dict(body.get("labels") or {})
-    r["labelFingerprint"] = fingerprint_of(r["labels"])
-    return call.operation("setLabels", r)
+handler("compute.instances.setLabels")(set_labels)
 
 
 @handler("compute.instances.setMetadata")

@@ -10,8 +10,17 @@ from __future__ import annotations
 
 import ipaddress
 
-from vmplane.sandbox.gcp.compute import Call, Kind, Resolve, fingerprint_of, handler, key_of, register, resolver
-from vmplane.sandbox.gcp.errors import condition_not_met, invalid
+from vmplane.sandbox.gcp.compute import (
+    Call,
+    Kind,
+    Resolve,
+    handler,
+    key_of,
+    register,
+    resolver,
+    set_labels,
+)
+from vmplane.sandbox.gcp.errors import invalid
 from vmplane.sandbox.gcp.schema import require_body
 from vmplane.sandbox.gcp.store import Resource, check_labels, fingerprint, now
 
@@ -217,17 +226,8 @@ register(
 )
 
 
-@handler("compute.globalAddresses.setLabels")
-@handler("compute.globalForwardingRules.setLabels")
-def _rule_labels(call: Call) -> Resource:
-    r = call.get()
-    body = require_body(call.body)
-    if body.get("labelFingerprint") != r.get("labelFingerprint"):
-        raise condition_not_met("Labels fingerprint either invalid or resource labels have changed")
-    check_labels(body.get("labels"))
-    r["labels"] = dict(body.get("labels") or {})
-    r["labelFingerprint"] = fingerprint_of(r["labels"])
-    return call.operation("setLabels", r)
+handler("compute.globalAddresses.setLabels")(set_labels)
+handler("compute.globalForwardingRules.setLabels")(set_labels)
 
 
 def _set_field(call: Call, field: str, value: object, collections: tuple[str, ...]) -> Resource:
