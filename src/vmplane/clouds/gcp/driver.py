@@ -157,11 +157,10 @@ class GcpDriver(CloudDriver):
 
     def outputs(self, spec: EnvSpec, infra: InfraConfig) -> dict[str, Any]:
         ids = gcp_ids(infra)
+        # The network, subnetworks and the LB's address are in the neutral outputs already
+        # (networkId, vmSubnetIds, loadBalancer.dnsName): only what is GCP's own goes here.
         return {
             "project": self.target.project,
-            "network": infra.NetworkID,
-            "subnetworks": infra.VMSubnetIDs,
             "serviceAccount": ids.ServiceAccountEmail,
-            "loadBalancerAddress": infra.LoadBalancerDNSName,
             "certificateStatus": ids.CertificateStatus,
         }
