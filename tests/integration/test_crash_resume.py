@@ -16,7 +16,7 @@ import pytest
 from tests.helpers import Cli, Sandbox, write_env
 from tests.integration.test_apply_destroy import job_resources
 
-from vmplane.clouds.aws.session import FAULT_PAUSE_ENV
+from vmplane.clouds.faults import FAULT_PAUSE_ENV
 
 
 def kill_after(cli: Cli, operation: str, *args: str) -> None:

@@ -7,7 +7,7 @@ distinct mutating method: the resumed destroy ends `deleted` and nothing of the 
 The method lists are the clean reference run's, read from the per-step API-call tally the job records
 (`steps[].apiCalls`); `test_the_gcp_sweep_covers_every_mutating_call` fails when they drift, printing
 the lists to paste. The hook is `VMPLANE_TEST_HANG_AFTER_CALL=api.collection.verb[#N]`
-(clouds/gcp/session.py), inert outside the sandbox.
+(clouds/faults.py), inert outside the sandbox.
 """
 
 from __future__ import annotations

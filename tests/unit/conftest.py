@@ -12,7 +12,8 @@ import botocore.session
 import pytest
 from moto import mock_aws
 
-from vmplane.clouds.aws.session import FAULT_PAUSE_ENV, AwsClients, AwsTarget
+from vmplane.clouds.aws.session import AwsClients, AwsTarget
+from vmplane.clouds.faults import FAULT_PAUSE_ENV
 from vmplane.envspec.load import load_spec
 from vmplane.envspec.models import EnvSpec
 

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import boto3
@@ -18,14 +16,7 @@ import botocore.session
 from botocore.config import Config
 
 from vmplane.clouds.base import API_CALLS
-
-# TEST HOOK, for the crash tests only (tests/integration/test_crash_*.py): with this variable set to
-# `Operation` or `Operation#N`, a *sandbox* process hangs for an hour right after the first (or Nth)
-# call of that AWS operation returns, having written FAULT_MARKER, so a test can kill -9 it exactly
-# between a cloud call and its checkpoint. Unset (always, outside tests) or against real AWS it is inert:
-# nothing is even registered.
-FAULT_PAUSE_ENV = "VMPLANE_TEST_HANG_AFTER_CALL"
-FAULT_MARKER = "fault-paused"
+from vmplane.clouds.faults import fault_hook
 
 SANDBOX_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
 
@@ -58,50 +49,6 @@ def _count_call(model: Any, **_: Any) -> None:
         tally[f"{model.service_model.endpoint_prefix}.{model.name}"] += 1
 
 
-def parse_fault_target(value: str) -> tuple[str, int]:
-    """`CreateVpc` -> ("CreateVpc", 1); `CreateSubnet#3` -> ("CreateSubnet", 3)."""
-    name, _, nth = value.partition("#")
-    count = int(nth) if nth else 1
-    if not name or count < 1:
-        raise ValueError(f"{FAULT_PAUSE_ENV}: expected Operation or Operation#N (N >= 1), got {value!r}")
-    return name, count
-
-
-class _FaultPause:
-    """The test hook itself: counts calls of one operation across every client of the process."""
-
-    def __init__(self, value: str) -> None:
-        self.operation, self.nth = parse_fault_target(value)
-        self.seen = 0
-        self._lock = threading.Lock()
-
-    def __call__(self, model: Any, **_: Any) -> None:
-        if model.name != self.operation:
-            return
-        with self._lock:
-            self.seen += 1
-            hit = self.seen == self.nth
-        if hit:
-            marker = Path(os.environ.get("VMPLANE_HOME", ".")) / FAULT_MARKER
-            marker.write_text(f"{model.name}#{self.nth}")
-            time.sleep(3600)
-
-
-_fault_pause: _FaultPause | None = None
-_fault_lock = threading.Lock()
-
-
-def _fault_hook() -> _FaultPause | None:
-    global _fault_pause
-    value = os.environ.get(FAULT_PAUSE_ENV)
-    if not value:
-        return None
-    with _fault_lock:
-        if _fault_pause is None:
-            _fault_pause = _FaultPause(value)
-        return _fault_pause
-
-
 class AwsClients:
     """Lazily created, thread-safe cache of boto3 clients for one target."""
 
@@ -131,9 +78,9 @@ class AwsClients:
             if service not in self._clients:
                 c = self._session.client(service, endpoint_url=self.target.endpoint_url, config=_BOTO_CONFIG)
                 c.meta.events.register("before-call.*.*", _count_call)
-                hook = _fault_hook() if self.target.sandbox else None
+                hook = fault_hook() if self.target.sandbox else None
                 if hook is not None:
-                    c.meta.events.register("after-call.*.*", hook)
+                    c.meta.events.register("after-call.*.*", lambda model, _h=hook, **_: _h.after(model.name))
                 self._clients[service] = c
             return self._clients[service]
 

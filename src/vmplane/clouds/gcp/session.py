@@ -11,29 +11,21 @@ the driver calls the `*_unary` methods and waits on operations itself (`operatio
 
 from __future__ import annotations
 
-import os
 import random
 import threading
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypeVar
 
 from vmplane.clouds.base import API_CALLS
 from vmplane.clouds.errors import DeadlineExceededError, DependencyViolationError, TransientError
+from vmplane.clouds.faults import fault_hook
 from vmplane.clouds.gcp.errors import translate
 
 T = TypeVar("T")
 
-# TEST HOOK, for the crash tests only: with this variable set to `api.method` or `api.method#N`
-# (e.g. `compute.instances.insert#2`), a *sandbox* process hangs for an hour right after the Nth call
-# of that method returns, having written FAULT_MARKER, so a test can kill -9 it between a cloud call
-# and its checkpoint. The variable name is shared with the AWS driver's hook; against real Google
-# Cloud it is never consulted.
-FAULT_PAUSE_ENV = "VMPLANE_TEST_HANG_AFTER_CALL"
-FAULT_MARKER = "fault-paused"
 CALL_TIMEOUT = 60.0  # seconds per HTTP request
 RETRY_DEADLINE = 120.0  # transient errors (429, 5xx, resets) are retried this long per call
 
@@ -58,24 +50,6 @@ def new_request_id() -> str:
     return str(uuid.uuid4())
 
 
-class _FaultPause:
-    def __init__(self, value: str) -> None:
-        name, _, nth = value.partition("#")
-        self.method, self.nth = name, int(nth) if nth else 1
-        self.seen = 0
-        self._lock = threading.Lock()
-
-    def after(self, method: str) -> None:
-        if method != self.method:
-            return
-        with self._lock:
-            self.seen += 1
-            hit = self.seen == self.nth
-        if hit:
-            (Path(os.environ.get("VMPLANE_HOME", ".")) / FAULT_MARKER).write_text(f"{method}#{self.nth}")
-            time.sleep(3600)
-
-
 class GcpClients:
     """Lazily built, thread-safe clients for one target; `call` is the one way a driver reaches the cloud."""
 
@@ -87,8 +61,7 @@ class GcpClients:
         self._compute: dict[str, Any] = {}
         self._discovery: dict[str, Any] = {}
         self._credentials: Any = None
-        value = os.environ.get(FAULT_PAUSE_ENV) if target.sandbox else None
-        self._fault = _FaultPause(value) if value else None
+        self._fault = fault_hook() if target.sandbox else None  # the crash tests' hook (clouds/faults.py)
 
     # ---- clients ----
     def _creds(self) -> Any:
