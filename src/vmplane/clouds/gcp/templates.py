@@ -44,8 +44,9 @@ def desired_properties(gcp: GcpClients, ctx: Context, pool_name: str) -> Any:
 
     spec, infra = ctx.spec, ctx.infra
     pool, ids = spec.pools[pool_name], gcp_ids(infra)
-    # Resolved on every run, like AWS's aliases: a family's newer image makes a new version.
-    image = resolve_image(gcp, pool.image)
+    # stepValidate resolves the family on every apply (a newer image makes a new version, like AWS's
+    # aliases) and records it; resolved here only when nothing did.
+    image = ids.Images.get(pool_name) or resolve_image(gcp, pool.image)
     ids.Images = {**ids.Images, pool_name: image}
     metadata = {"user-data": render_user_data(spec, pool_name), **FIXED_METADATA}
     return c.InstanceProperties(
