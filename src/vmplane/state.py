@@ -19,6 +19,7 @@ class VMState(StrEnum):
     bootstrap = "bootstrap"  # running, sentinel not seen yet
     ready = "ready"  # sentinel seen through the exec channel
     failed = "failed"
+    stopped = "stopped"  # stopped on purpose (`vmplane stop` or the pool's schedule): not polled, not replaced
     terminated = "terminated"
 
 
@@ -75,6 +76,9 @@ class InfraConfig(StateModel):
     # The current template version per pool (a VM launched from an older one is outdated)
     LaunchTemplateVersion: dict[str, int] = Field(default_factory=dict)
     LoadBalancerDNSName: str | None = None  # what the domain's record points at
+    # Pools `vmplane stop` stopped (Fixed: instances stopped; scaling group: sized to 0) until `vmplane start`;
+    # an apply or update keeps them stopped.
+    StoppedPools: list[str] = Field(default_factory=list)
     # The cloud's own ids, owned by its driver
     Cloud: SerializeAsAny[CloudInfra] = Field(default_factory=CloudInfra)
 

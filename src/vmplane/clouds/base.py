@@ -227,6 +227,30 @@ class CloudDriver(abc.ABC):
         """Replace the pool's outdated VMs; returns notes for the user (e.g. what the endpoint lacks)."""
         raise self.unsupported("rotating VMs")
 
+    # ---- schedules and stop/start (drivers with `capabilities.schedules`) ----
+    def ensure_schedules(self, ctx: Context) -> None:
+        """Make the cloud's own schedulers match every pool's `schedule`: create, update in place, and
+        remove those of pools that no longer have one. Runs after the VMs exist (stepCreateVMs, scale,
+        rotate), because a schedule may name the pool's instances. A driver without schedules has none
+        (stepValidate refused a scheduled pool)."""
+        if self.capabilities.schedules:
+            raise self.unsupported("schedules")
+
+    def delete_schedules(self, ctx: Context) -> None:
+        """Remove every schedule of the job (found in the cloud, not only in the record), before its VMs go."""
+        if self.capabilities.schedules:
+            raise self.unsupported("schedules")
+
+    def stop_pool(self, ctx: Context, pool_name: str) -> None:
+        """Stop the pool now: Fixed VMs stopped (State=stopped, disks kept), a scaling group sized to 0;
+        the pool is added to `infra.StoppedPools`. Idempotent: a stopped pool is done."""
+        raise self.unsupported("stopping a pool")
+
+    def start_pool(self, ctx: Context, pool_name: str) -> None:
+        """Start a stopped pool: Fixed VMs started and checked ready, a scaling group back to the spec's
+        sizes and its VMs waited for; the pool leaves `infra.StoppedPools`. A running pool is done."""
+        raise self.unsupported("starting a pool")
+
     # ---- teardown ----
     @abc.abstractmethod
     def delete_vms(self, ctx: Context) -> None: ...

@@ -9,6 +9,9 @@ midnight into the next day.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from datetime import UTC, datetime, time, timedelta
+from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field, field_validator, model_validator
@@ -84,3 +87,66 @@ class Schedule(SpecModel):
     def running_share(self) -> float:
         """The fraction of the week the pool runs (1.0 = around the clock)."""
         return self.weekly_hours() / HOURS_PER_WEEK
+
+    # ---- the schedule as the clouds' schedulers and the cost history read it ----
+    def zone(self) -> ZoneInfo:
+        return ZoneInfo(self.timezone)
+
+    def overnight(self) -> bool:
+        return _minutes(self.stop) < _minutes(self.start)
+
+    def start_days(self) -> list[int]:
+        """The weekdays (Monday 0) the pool starts on."""
+        return parse_days(self.days)
+
+    def stop_days(self) -> list[int]:
+        """The weekdays the pool stops on: the next day for an overnight schedule."""
+        shift = 1 if self.overnight() else 0
+        return sorted((d + shift) % 7 for d in self.start_days())
+
+    def cron(self, kind: Literal["start", "stop"], style: Literal["unix", "eventbridge"]) -> str:
+        """The cron expression that fires at `kind`, in the schedule's own time zone.
+
+        unix (ASG recurrence, GCP instance schedules and scaling schedules): `M H * * DOW`, Sunday 0;
+        eventbridge (EventBridge Scheduler): `cron(M H ? * DOW *)` with day names.
+        """
+        hh, mm = (self.start if kind == "start" else self.stop).split(":")
+        days = self.start_days() if kind == "start" else self.stop_days()
+        if style == "unix":
+            dow = ",".join(str(n) for n in sorted((d + 1) % 7 for d in days))
+            return f"{int(mm)} {int(hh)} * * {dow}"
+        names = ",".join(DAYS[d].upper() for d in days)
+        return f"cron({int(mm)} {int(hh)} ? * {names} *)"
+
+    def windows(self, since: datetime, until: datetime) -> Iterator[tuple[datetime, datetime]]:
+        """The running windows that overlap [since, until), clipped to it (aware datetimes)."""
+        zone = self.zone()
+        start_t, stop_t = time.fromisoformat(self.start), time.fromisoformat(self.stop)
+        days = set(self.start_days())
+        day = since.astimezone(zone).date() - timedelta(days=1)  # an overnight window from the day before
+        last = until.astimezone(zone).date()
+        while day <= last:
+            if day.weekday() in days:
+                begin = datetime.combine(day, start_t, tzinfo=zone)
+                end = datetime.combine(day + timedelta(days=1 if self.overnight() else 0), stop_t, tzinfo=zone)
+                lo, hi = max(begin, since), min(end, until)
+                if lo < hi:
+                    yield lo, hi
+            day += timedelta(days=1)
+
+    def running_hours(self, since: datetime, until: datetime) -> float:
+        """Hours the pool runs between two instants, in wall-clock time (daylight saving included)."""
+        # In UTC: the difference of two datetimes in one zone ignores a daylight-saving change between them.
+        seconds = (hi.astimezone(UTC) - lo.astimezone(UTC) for lo, hi in self.windows(since, until))
+        return sum(s.total_seconds() for s in seconds) / 3600
+
+    def is_running_at(self, at: datetime) -> bool:
+        return any(True for _ in self.windows(at, at + timedelta(microseconds=1)))
+
+    def next_change(self, at: datetime) -> tuple[Literal["start", "stop"], datetime]:
+        """The next start (if stopped at `at`) or stop (if running), as an aware datetime."""
+        for lo, hi in self.windows(at, at + timedelta(days=8)):
+            if lo <= at:
+                return "stop", hi
+            return "start", lo
+        raise AssertionError("a schedule runs at least once a week")  # days is never empty

@@ -42,7 +42,14 @@ TEARDOWN_STEPS = [
     "stepDeleteNetwork",
     "stepUnregisterSpace",
 ]
-OPERATION_STEPS = ["stepScalePool", "stepUpdateTags", "stepRotateVMs", "stepPushRuntime"]
+OPERATION_STEPS = [
+    "stepScalePool",
+    "stepUpdateTags",
+    "stepRotateVMs",
+    "stepPushRuntime",
+    "stepStopPools",
+    "stepStartPools",
+]
 KNOWN_STEPS = frozenset([*PROVISION_STEPS, *LB_STEPS, *TEARDOWN_STEPS, *OPERATION_STEPS])
 
 

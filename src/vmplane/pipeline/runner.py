@@ -108,8 +108,31 @@ def _detach_lb(driver: CloudDriver, ctx: Context, job: JobView) -> None:
     driver.detach_load_balancer(ctx, keep_vms=job.status is not JobStatus.deleting)
 
 
+def _create_vms(driver: CloudDriver, ctx: Context, job: JobView) -> None:
+    driver.ensure_vms(ctx)
+    driver.ensure_schedules(ctx)  # a schedule may name the instances just created
+
+
+def _terminate_vms(driver: CloudDriver, ctx: Context, job: JobView) -> None:
+    driver.delete_schedules(ctx)  # first: a scheduled start must not race the teardown
+    driver.delete_vms(ctx)
+
+
+def _stop_start(driver: CloudDriver, ctx: Context, job: JobView, *, stop: bool) -> None:
+    op = job.operation
+    wanted = op.params.get("pool") if op else None
+    for pool in [wanted] if wanted else sorted(ctx.spec.pools):
+        if stop:
+            driver.stop_pool(ctx, pool)
+        else:
+            driver.start_pool(ctx, pool)
+    if not stop:
+        push_runtime(driver, ctx, sandbox=job.target.sandbox)  # a scaling group's new VMs get the settings
+
+
 def _scale(driver: CloudDriver, ctx: Context, job: JobView) -> None:
     driver.ensure_vms(ctx)
+    driver.ensure_schedules(ctx)  # a Fixed pool's schedule names its instances
     if ctx.infra.LoadBalancerID:
         driver.ensure_target_group(ctx)  # registers new Fixed-pool VMs
     push_runtime(driver, ctx, sandbox=job.target.sandbox)  # new VMs get the runtime settings
@@ -120,6 +143,7 @@ def _rotate(driver: CloudDriver, ctx: Context, job: JobView) -> None:
     wanted = op.params.get("pool") if op else None
     for pool in [wanted] if wanted else sorted(ctx.spec.pools):
         ctx.notes.extend(driver.rotate_pool(ctx, pool))
+    driver.ensure_schedules(ctx)  # replacements have new instance ids
     push_runtime(driver, ctx, sandbox=job.target.sandbox)  # replacements get the runtime settings
     _note_outdated(ctx)
 
@@ -142,7 +166,7 @@ STEPS: dict[str, StepFn] = {
     "stepCreateNetwork": lambda d, c, j: d.ensure_network(c),
     "stepCreateIAM": lambda d, c, j: d.ensure_identity(c),
     "stepCreateLaunchTemplate": lambda d, c, j: d.ensure_launch_templates(c),
-    "stepCreateVMs": lambda d, c, j: d.ensure_vms(c),
+    "stepCreateVMs": _create_vms,
     "stepCreateLoadBalancer": lambda d, c, j: d.ensure_load_balancer(c),
     "stepCreateTargetGroup": lambda d, c, j: d.ensure_target_group(c),
     "stepCreateListener": lambda d, c, j: d.ensure_listener(c),
@@ -150,7 +174,7 @@ STEPS: dict[str, StepFn] = {
     "stepRegisterSpace": _register,
     "stepFinalize": _finalize,
     "stepDetachLoadBalancer": _detach_lb,
-    "stepTerminateVMs": lambda d, c, j: d.delete_vms(c),
+    "stepTerminateVMs": _terminate_vms,
     "stepDeleteLaunchTemplate": lambda d, c, j: d.delete_launch_templates(c),
     "stepDeleteSecurityGroup": lambda d, c, j: d.delete_security_group(c),
     "stepDeleteIAM": lambda d, c, j: d.delete_identity(c),
@@ -161,6 +185,8 @@ STEPS: dict[str, StepFn] = {
     "stepUpdateTags": lambda d, c, j: d.update_tags(c),
     "stepRotateVMs": _rotate,
     "stepPushRuntime": lambda d, c, j: _push(d, c, j),
+    "stepStopPools": lambda d, c, j: _stop_start(d, c, j, stop=True),
+    "stepStartPools": lambda d, c, j: _stop_start(d, c, j, stop=False),
 }
 
 

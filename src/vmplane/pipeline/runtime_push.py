@@ -22,6 +22,9 @@ def push_runtime(driver: CloudDriver, ctx: Context, *, sandbox: bool) -> int:
     """Push to every ready VM that lacks the current settings; returns how many got them."""
     want = runtime_hash(ctx.spec)
     stale = [v for v in ctx.infra.VMs if v.ID and v.State is VMState.ready and v.RuntimeHash != want]
+    stopped = [v.Name for v in ctx.infra.VMs if v.State is VMState.stopped and v.RuntimeHash != want]
+    if stopped:
+        ctx.log(f"runtime settings: {len(stopped)} stopped VMs ({', '.join(stopped)}) get them when they start")
     if not stale:
         ctx.log("runtime settings: every VM is up to date")
         return 0
