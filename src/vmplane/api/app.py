@@ -21,7 +21,18 @@ from pydantic import ValidationError
 from sqlalchemy.orm.exc import StaleDataError
 
 import vmplane
-from vmplane.api.schemas import AttachLb, DetachLb, PatchBody, Rotate, Scale, TokenRequest, Update, merge_patch
+from vmplane.api.schemas import (
+    AttachLb,
+    DetachLb,
+    PatchBody,
+    Rotate,
+    Scale,
+    Start,
+    Stop,
+    TokenRequest,
+    Update,
+    merge_patch,
+)
 from vmplane.clouds.errors import CloudError
 from vmplane.envspec.base import Cloud
 from vmplane.envspec.impact import CONSEQUENCE, Impact
@@ -210,6 +221,10 @@ def create_app(settings: Settings, *, run_workflows: bool = True) -> FastAPI:
             elif isinstance(body, Scale):
                 op = operations.plan_scale(job, body.pool, min_size=body.min, max_size=body.max, desired=body.desired)
                 impact = [_impact(f"pools.{body.pool}", Impact.cloud)]
+            elif isinstance(body, Stop | Start):
+                plan_power = operations.plan_stop if isinstance(body, Stop) else operations.plan_start
+                op = plan_power(job, body.pool)
+                impact = [_impact(f"pools.{body.pool or '*'}", Impact.cloud)]
             else:
                 assert isinstance(body, Rotate)
                 op = operations.plan_rotate(job, body.pool)

@@ -39,6 +39,20 @@ class Rotate(_Op):
     pool: str | None = None
 
 
+class Stop(_Op):
+    """Stop a pool (or every pool) now: Fixed VMs stopped with their disks, an auto-scaling group at 0."""
+
+    vm_op: Literal["stop"] = Field(alias="vmOp")
+    pool: str | None = None
+
+
+class Start(_Op):
+    """Start a stopped pool (or every pool) now and wait until its VMs are ready."""
+
+    vm_op: Literal["start"] = Field(alias="vmOp")
+    pool: str | None = None
+
+
 class Update(_Op):
     """A partial update of the spec (JSON merge patch: a null removes a key): user-data, image, security
     group ports, runtime settings, sizes... Answered with the impact of each changed field."""
@@ -47,7 +61,7 @@ class Update(_Op):
     spec: dict[str, Any]
 
 
-PatchBody = Annotated[AttachLb | DetachLb | Scale | Rotate | Update, Field(discriminator="vm_op")]
+PatchBody = Annotated[AttachLb | DetachLb | Scale | Rotate | Stop | Start | Update, Field(discriminator="vm_op")]
 
 
 def merge_patch(target: Any, patch: Any) -> Any:

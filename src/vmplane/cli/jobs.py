@@ -166,7 +166,9 @@ def status(
             raise UsageError(f"{spec.org}/{spec.name} has no job (vmplane apply -f {path})")
         job = found
     if cmd.json:
-        print_json(job.to_json())
+        from vmplane.jobs.poolstate import pool_states
+
+        print_json({**job.to_json(), "pools": pool_states(job)})
     else:
         from vmplane.cli.render import show_job
 

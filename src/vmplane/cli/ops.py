@@ -1,4 +1,5 @@
-"""Operations on a provisioned environment (vmOp): lb attach/detach, scale, rotate. One shape for all."""
+"""Operations on a provisioned environment (vmOp): lb attach/detach, scale, rotate, stop/start. One shape
+for all."""
 
 from __future__ import annotations
 
@@ -100,3 +101,28 @@ def rotate(
     from vmplane.jobs import operations
 
     _operate(env, lambda job: operations.plan_rotate(job, pool), yes, output)
+
+
+def stop(
+    env: EnvArg,
+    pool: Annotated[str | None, typer.Argument(help="Only this pool (default: every pool).")] = None,
+    yes: YesOpt = False,
+    output: OutputOpt = "text",
+) -> None:
+    """Stop a pool now: Fixed VMs are stopped (disks kept), an auto-scaling group goes to 0. The network,
+    load balancer and schedules stay; `vmplane start` brings the pool back."""
+    from vmplane.jobs import operations
+
+    _operate(env, lambda job: operations.plan_stop(job, pool), yes, output)
+
+
+def start(
+    env: EnvArg,
+    pool: Annotated[str | None, typer.Argument(help="Only this pool (default: every pool).")] = None,
+    yes: YesOpt = False,
+    output: OutputOpt = "text",
+) -> None:
+    """Start a stopped pool now (also one its schedule stopped) and wait until its VMs are ready."""
+    from vmplane.jobs import operations
+
+    _operate(env, lambda job: operations.plan_start(job, pool), yes, output)

@@ -118,6 +118,17 @@ def _timing(step: StepRecord) -> str:
     return f"[dim]({', '.join(parts)})[/]" if parts else ""
 
 
+def _show_pool_power(con: Console, job: JobView) -> None:
+    """Stopped pools, and what each schedule does next (read from the schedule: the cloud runs it)."""
+    from vmplane.jobs.poolstate import pool_states
+
+    for name, state in pool_states(job).items():
+        if state["reason"]:
+            con.print(f"  [yellow]stopped:[/] {state['reason']}", soft_wrap=True)
+        elif state["schedule"]:
+            con.print(f"  pool {name}: schedule {state['schedule']}, running; next: {state['nextChange']}")
+
+
 def show_job(con: Console, job: JobView) -> None:
     infra = job.infra
     con.print(f"[bold]{job.id}[/]  {job.org}/{job.env}  status [bold]{job.status.value}[/]  on {job.target.describe()}")
@@ -144,6 +155,7 @@ def show_job(con: Console, job: JobView) -> None:
                 version += f" [yellow](outdated: v{infra.LaunchTemplateVersion.get(vm.Pool)} is current)[/]"
             t.add_row(vm.Name, vm.Pool, vm.ID or "-", vm.PrivateIP or "-", vm.AZ or "-", vm.State.value, version)
         con.print(t)
+    _show_pool_power(con, job)
     if infra.LoadBalancerID:
         domain = job.spec.load_balancer.domain if job.spec.load_balancer else "-"
         con.print(f"  load balancer https://{domain} -> {infra.LoadBalancerDNSName}")

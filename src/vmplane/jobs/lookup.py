@@ -11,6 +11,7 @@ from vmplane.envspec.models import EnvSpec
 from vmplane.errors import UsageError
 from vmplane.jobs import service as jobs
 from vmplane.jobs.listings import find_job
+from vmplane.jobs.poolstate import stopped_reason
 from vmplane.jobs.service import JobConflictError, JobStatus, JobView
 from vmplane.settings import Settings
 from vmplane.store.db import transaction
@@ -36,6 +37,9 @@ def exec_target(settings: Settings, ref: str, vm: str) -> ExecTarget:
         raise JobConflictError(f"job {job.id} is {job.status.value}; exec needs a provisioned environment")
     for rec in job.infra.VMs:
         if vm in (rec.Name, rec.ID) and rec.ID:
+            # A stopped VM never answers: say why now instead of timing out.
+            if reason := stopped_reason(job, rec.Pool):
+                raise JobConflictError(f"{rec.Name}: {reason}")
             return ExecTarget(job, rec.Name, rec.ID)
     names = ", ".join(v.Name for v in job.infra.VMs) or "none"
     raise jobs.JobNotFoundError(f"no VM {vm!r} in {job.env} (VMs: {names})")

@@ -20,6 +20,8 @@ from vmplane.jobs.apply import (
 )
 from vmplane.jobs.listings import find_job
 from vmplane.jobs.lookup import ExecTarget, current_job_for, exec_command, exec_target, session_hint
+from vmplane.jobs.poolstate import stopped_reason
+from vmplane.jobs.powerops import plan_start, plan_stop
 from vmplane.jobs.vmops import (
     OperationError,
     OperationPlan,
@@ -54,10 +56,13 @@ __all__ = [
     "plan_detach_lb",
     "plan_rotate",
     "plan_scale",
+    "plan_start",
+    "plan_stop",
     "plan_update",
     "resume_phase",
     "run",
     "session_hint",
     "start",
+    "stopped_reason",
     "workflow_kind",
 ]

@@ -13,6 +13,7 @@ from vmplane.clouds.registry import driver_for
 from vmplane.envspec.models import AsgPool, EnvSpec, FixedPool, LoadBalancer
 from vmplane.errors import UsageError
 from vmplane.jobs import service as jobs
+from vmplane.jobs.poolstate import stopped_reason
 from vmplane.jobs.service import JobConflictError, JobView, OperationRecord
 from vmplane.pipeline.plan import LB_STEPS, Plan, PlanKind
 from vmplane.settings import Settings
@@ -110,6 +111,10 @@ def plan_rotate(job: JobView, pool: str | None) -> OperationPlan:
     if pool is not None and pool not in job.spec.pools:
         raise OperationError(f"no pool {pool!r} in {job.env} (pools: {', '.join(job.spec.pools)})")
     outdated = [v for v in job.infra.outdated_vms() if pool is None or v.Pool == pool]
+    # Replacing a stopped pool's VMs would start them (and wait for a bootstrap nobody asked for).
+    for name in sorted({v.Pool for v in outdated}):
+        if reason := stopped_reason(job, name):
+            raise OperationError(f"cannot rotate: {reason}")
     steps = ["stepRotateVMs", "stepRegisterSpace"]
     plan = Plan(PlanKind.rotate, job.env, job.target.describe(), steps, [])
     for v in outdated:

@@ -118,6 +118,8 @@ class PlanKind(StrEnum):
     detach_lb = "detach_lb"
     scale = "scale"
     rotate = "rotate"
+    stop = "stop"
+    start = "start"
 
 
 class PlanError(VmplaneError):

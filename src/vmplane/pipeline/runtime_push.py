@@ -6,6 +6,8 @@ scale-out, a replacement VM) pushes exactly where it is missing.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from vmplane.bootstrap.runtime import render_push_script, runtime_hash
 from vmplane.clouds.base import CloudDriver, Context, runtime_script_problem
 from vmplane.errors import VmplaneError
@@ -21,10 +23,22 @@ class RuntimePushError(VmplaneError):
 def push_runtime(driver: CloudDriver, ctx: Context, *, sandbox: bool) -> int:
     """Push to every ready VM that lacks the current settings; returns how many got them."""
     want = runtime_hash(ctx.spec)
-    stale = [v for v in ctx.infra.VMs if v.ID and v.State is VMState.ready and v.RuntimeHash != want]
-    stopped = [v.Name for v in ctx.infra.VMs if v.State is VMState.stopped and v.RuntimeHash != want]
+    # Outside its schedule's hours the cloud has stopped a pool: a command to it would only time out.
+    now = datetime.now(UTC)
+    asleep = {n for n, p in ctx.spec.pools.items() if p.schedule is not None and not p.schedule.is_running_at(now)}
+    stale = [
+        v for v in ctx.infra.VMs if v.ID and v.State is VMState.ready and v.RuntimeHash != want and v.Pool not in asleep
+    ]
+    stopped = [
+        v.Name
+        for v in ctx.infra.VMs
+        if (v.State is VMState.stopped or v.Pool in asleep) and v.ID and v.RuntimeHash != want
+    ]
     if stopped:
-        ctx.log(f"runtime settings: {len(stopped)} stopped VMs ({', '.join(stopped)}) get them when they start")
+        ctx.log(
+            f"runtime settings: {len(stopped)} stopped VMs ({', '.join(stopped)}) get them at `vmplane start` or "
+            "the next apply while they run"
+        )
     if not stale:
         ctx.log("runtime settings: every VM is up to date")
         return 0
