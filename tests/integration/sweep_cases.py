@@ -4,6 +4,7 @@ kill points to test, and pytest parameters with the emulator gaps marked."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
@@ -31,14 +32,17 @@ def destroy_cases(job: dict[str, Any], case: Callable[[str], str | None]) -> lis
     return sorted(out)
 
 
-def params(phase: str, ops: list[str], xfail: dict[str, str]) -> list[Any]:
-    """(index, operation) parameters; `xfail["phase:op"]` marks a known emulator gap (strict)."""
-    return [
-        pytest.param(i, op, id=op, marks=[pytest.mark.xfail(strict=True, reason=xfail[f"{phase}:{op}"])])
-        if f"{phase}:{op}" in xfail
-        else pytest.param(i, op, id=op)
-        for i, op in enumerate(ops)
-    ]
+def paired_params(apply_ops: list[str], destroy_ops: list[str], xfail: dict[str, str]) -> list[Any]:
+    """(index, apply kill point, destroy kill point) cases: each case kills one apply and then, on the
+    environment that apply converged to, one destroy, so every kill point of both lists is a case of its
+    own while a case pays for one environment. The shorter list's tail pairs with None (a clean run).
+    `xfail["phase:op"]` marks a known emulator gap (strict)."""
+    out = []
+    for i, (a, d) in enumerate(zip_longest(apply_ops, destroy_ops)):
+        reasons = [xfail[k] for k in (f"apply:{a}", f"destroy:{d}") if k in xfail]
+        marks = [pytest.mark.xfail(strict=True, reason="; ".join(reasons))] if reasons else []
+        out.append(pytest.param(i, a, d, id=f"apply:{a or '-'}+destroy:{d or '-'}", marks=marks))
+    return out
 
 
 def assert_cases(applied: dict[str, Any], destroyed: dict[str, Any], case: Callable[[str], str | None],
@@ -49,29 +53,25 @@ def assert_cases(applied: dict[str, Any], destroyed: dict[str, Any], case: Calla
     assert got_destroy == destroy_ops, f"DESTROY_OPS = {got_destroy!r}"
 
 
-def apply_killed_then_resumed(
-    cli: Cli, env_file: Path, operation: str, snapshot: Callable[[str], Any], want: Any,
-    differences: Callable[[Any, Any], list[str]],
+def killed_apply_then_killed_destroy(
+    cli: Cli, env_file: Path, apply_op: str | None, destroy_op: str | None, snapshot: Callable[[str], Any],
+    want: Any, differences: Callable[[Any, Any], list[str]], remaining: Callable[[str], Any],
 ) -> None:  # fmt: skip
-    """kill -9 an apply right after `operation`, resume it: the account must hold what a clean run left."""
+    """kill -9 an apply right after `apply_op` and resume it: the account must hold what a clean run left.
+    Then kill -9 the destroy right after `destroy_op` and resume it: it ends `deleted`, nothing left."""
     args = ("apply", "-f", str(env_file), "--sandbox", "--yes")
-    kill_after(cli, operation, *args)
-    assert cli.json("status", "-f", str(env_file))["status"] == "running"
+    if apply_op is not None:
+        kill_after(cli, apply_op, *args)
+        assert cli.json("status", "-f", str(env_file))["status"] == "running"
     job = cli.json(*args)
     assert job["status"] == "succeeded", job["error"]
     got = snapshot(job["id"])
-    assert got == want, "\n".join(differences(got, want))
-    gone = cli.json("destroy", "-f", str(env_file), "--sandbox", "--yes")
-    assert gone["status"] == "deleted", gone["error"]
-
-
-def destroy_killed_then_resumed(cli: Cli, env_file: Path, operation: str, remaining: Callable[[str], Any]) -> None:
-    """Apply, kill -9 the destroy right after `operation`, resume it: it ends `deleted`, nothing left."""
-    job = cli.json("apply", "-f", str(env_file), "--sandbox", "--yes")
-    assert job["status"] == "succeeded", job["error"]
+    assert got == want, f"apply killed after {apply_op}:\n" + "\n".join(differences(got, want))
     args = ("destroy", "-f", str(env_file), "--sandbox", "--yes")
-    kill_after(cli, operation, *args)
-    assert cli.json("status", job["id"])["status"] == "deleting"
+    if destroy_op is not None:
+        kill_after(cli, destroy_op, *args)
+        assert cli.json("status", job["id"])["status"] == "deleting"
     done = cli.json(*args)
     assert done["status"] == "deleted", done["error"]
-    assert not remaining(job["id"])
+    left = remaining(job["id"])
+    assert not left, f"destroy killed after {destroy_op} left {left}"

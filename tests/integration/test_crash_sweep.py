@@ -2,7 +2,8 @@
 right after each distinct mutating AWS operation it issues, resume it, and require the sandbox to hold
 exactly what a clean apply leaves (tests/integration/sweep_inventory.py: every kind, normalised).
 Then the same for `vmplane destroy` after each distinct delete: the resumed destroy ends `deleted` and
-nothing of the environment remains.
+nothing of the environment remains. Each case kills one apply and then one destroy of the environment
+that apply converged to (tests/integration/sweep_cases.py), so every kill point is a case of its own.
 
 The operation lists below are what the clean reference run issues, read from the per-step API-call
 tally the job records (`steps[].apiCalls`). They are parameters (xdist spreads the cases over workers),
@@ -19,12 +20,7 @@ from typing import Any
 
 import pytest
 from tests.helpers import Cli, Sandbox, write_env
-from tests.integration.sweep_cases import (
-    apply_killed_then_resumed,
-    assert_cases,
-    destroy_killed_then_resumed,
-    params,
-)
+from tests.integration.sweep_cases import assert_cases, killed_apply_then_killed_destroy, paired_params
 from tests.integration.sweep_inventory import differences, inventory, remaining
 
 from vmplane.clouds.aws import naming
@@ -150,20 +146,13 @@ def test_the_sweep_covers_every_mutating_call(reference: Reference) -> None:
 
 @pytest.mark.sandbox
 @pytest.mark.slow
-@pytest.mark.parametrize(("index", "operation"), params("apply", APPLY_OPS, XFAIL))
-def test_apply_killed_after_each_call_converges(
-    cli: Cli, sandbox: Sandbox, reference: Reference, tmp_path: Path, index: int, operation: str
-) -> None:
-    env_file = write_env(tmp_path, f"sw-a{index:02d}", example="web.jsonc")
+@pytest.mark.parametrize(("index", "apply_op", "destroy_op"), paired_params(APPLY_OPS, DESTROY_OPS, XFAIL))
+def test_apply_then_destroy_killed_at_each_call_converge(
+    cli: Cli, sandbox: Sandbox, reference: Reference, tmp_path: Path, index: int, apply_op: str | None,
+    destroy_op: str | None,
+) -> None:  # fmt: skip
+    env_file = write_env(tmp_path, f"sw-{index:02d}", example="web.jsonc")
     snap = partial(snapshot, sandbox, env_file)
-    apply_killed_then_resumed(cli, env_file, operation, snap, reference.inventory, differences)
-
-
-@pytest.mark.sandbox
-@pytest.mark.slow
-@pytest.mark.parametrize(("index", "operation"), params("destroy", DESTROY_OPS, XFAIL))
-def test_destroy_killed_after_each_delete_finishes(
-    cli: Cli, sandbox: Sandbox, reference: Reference, tmp_path: Path, index: int, operation: str
-) -> None:
-    env_file = write_env(tmp_path, f"sw-d{index:02d}", example="web.jsonc")
-    destroy_killed_then_resumed(cli, env_file, operation, lambda job_id: remaining(snapshot(sandbox, env_file, job_id)))
+    killed_apply_then_killed_destroy(
+        cli, env_file, apply_op, destroy_op, snap, reference.inventory, differences, lambda j: remaining(snap(j))
+    )

@@ -2,7 +2,8 @@
 global HTTPS load balancer) right after each distinct mutating Google API method it issues, resume it,
 and require the sandbox project to hold what a clean apply leaves (normalised: names, ids, addresses
 and fingerprints differ between runs, shapes must not). Then the same for `vmplane destroy` after each
-distinct mutating method: the resumed destroy ends `deleted` and nothing of the job remains.
+distinct mutating method: the resumed destroy ends `deleted` and nothing of the job remains. Each case
+kills one apply and then one destroy of what it converged to (tests/integration/sweep_cases.py).
 
 The method lists are the clean reference run's, read from the per-step API-call tally the job records
 (`steps[].apiCalls`); `test_the_gcp_sweep_covers_every_mutating_call` fails when they drift, printing
@@ -21,12 +22,7 @@ from typing import Any
 import pytest
 from tests.helpers import Cli, Sandbox, write_env
 from tests.integration.gcp_inventory import Gcp, job_resources, records
-from tests.integration.sweep_cases import (
-    apply_killed_then_resumed,
-    assert_cases,
-    destroy_killed_then_resumed,
-    params,
-)
+from tests.integration.sweep_cases import assert_cases, killed_apply_then_killed_destroy, paired_params
 
 from vmplane.envspec.load import load_spec
 
@@ -189,20 +185,14 @@ def test_the_gcp_sweep_covers_every_mutating_call(reference: Reference) -> None:
 
 @pytest.mark.sandbox
 @pytest.mark.slow
-@pytest.mark.parametrize(("index", "operation"), params("apply", APPLY_OPS + LATER_CALLS, XFAIL))
-def test_gcp_apply_killed_after_each_call_converges(
-    cli: Cli, gcp: Gcp, reference: Reference, tmp_path: Path, index: int, operation: str
+@pytest.mark.parametrize(
+    ("index", "apply_op", "destroy_op"), paired_params(APPLY_OPS + LATER_CALLS, DESTROY_OPS, XFAIL)
+)
+def test_gcp_apply_then_destroy_killed_at_each_call_converge(
+    cli: Cli, gcp: Gcp, reference: Reference, tmp_path: Path, index: int, apply_op: str | None, destroy_op: str | None
 ) -> None:
-    env_file = write_env(tmp_path, f"gsw-a{index:02d}", example="gcp-web.jsonc")
+    env_file = write_env(tmp_path, f"gsw-{index:02d}", example="gcp-web.jsonc")
     snap = partial(snapshot, gcp, env_file)
-    apply_killed_then_resumed(cli, env_file, operation, snap, reference.snapshot, differences)
-
-
-@pytest.mark.sandbox
-@pytest.mark.slow
-@pytest.mark.parametrize(("index", "operation"), params("destroy", DESTROY_OPS, XFAIL))
-def test_gcp_destroy_killed_after_each_call_finishes(
-    cli: Cli, gcp: Gcp, reference: Reference, tmp_path: Path, index: int, operation: str
-) -> None:
-    env_file = write_env(tmp_path, f"gsw-d{index:02d}", example="gcp-web.jsonc")
-    destroy_killed_then_resumed(cli, env_file, operation, lambda job_id: remaining(snapshot(gcp, env_file, job_id)))
+    killed_apply_then_killed_destroy(
+        cli, env_file, apply_op, destroy_op, snap, reference.snapshot, differences, lambda j: remaining(snap(j))
+    )
