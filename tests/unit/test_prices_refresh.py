@@ -7,6 +7,7 @@ so what is proven is the request we send and how we read the answer, not that AW
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -306,11 +307,25 @@ def test_the_cost_path_imports_no_cloud_sdk(tmp_path) -> None:
         "import vmplane.cli.prices\n"
         "from vmplane.envspec.models import Cloud\n"
         "table_for(Cloud.aws, 'us-east-1')\n"
-        "print(','.join(m for m in ('boto3', 'botocore', 'googleapiclient', 'google.auth') if m in sys.modules))\n"
+        "heavy = ('boto3', 'botocore', 'googleapiclient', 'google.auth', 'pydantic_settings')\n"
+        "print(','.join(m for m in heavy if m in sys.modules))\n"
     )
     env = {"VMPLANE_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     assert out.stdout.strip() == ""
+
+
+@pytest.mark.parametrize("env", [{}, {"VMPLANE_HOME": "/srv/vmplane"}, {"vmplane_home": "/srv/lower"}])
+def test_the_cache_lives_under_the_settings_home(env, monkeypatch, tmp_path) -> None:
+    from vmplane.cost.prices import default_home
+    from vmplane.settings import Settings
+
+    for key in [k for k in os.environ if k.upper() == "VMPLANE_HOME"]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    assert default_home() == Settings().home
 
 
 def test_what_refresh_prices_for_a_file_and_the_usage_errors() -> None:

@@ -166,7 +166,7 @@ def find(skus: Sequence[dict[str, Any]], region: str, want: Want) -> tuple[float
 
 def unit_price(sku: dict[str, Any], unit: str) -> float | None:
     """The first priced tier of the SKU's current pricing, in USD per `unit` (None if another unit)."""
-    for info in sku.get("pricingInfo", [])[:1]:  # the list holds the current price first (and only)
+    for info in sku.get("pricingInfo", [])[-1:]:  # a timeline, oldest first: without a time range, only now
         expression = info.get("pricingExpression", {})
         if expression.get("usageUnit") != unit:
             return None
