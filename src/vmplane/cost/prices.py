@@ -100,7 +100,7 @@ TABLES: dict[tuple[Cloud, str], PriceTable] = {(t.cloud, t.region): t for t in (
 
 CACHE_FORMAT = 1
 # The table's scalar rows: attribute name -> the key in the cache file.
-_SCALARS = {
+SCALAR_KEYS = {
     "disk_gb_month": "diskGbMonth",
     "lb_hour": "lbHour",
     "lb_capacity_unit_hour": "lbCapacityUnitHour",
@@ -210,7 +210,7 @@ def to_json(table: PriceTable) -> dict[str, Any]:
         "recorded": table.recorded,
         "instanceHour": dict(sorted(table.instance_hour.items())),
         "diskKind": table.disk_kind,
-        **{key: getattr(table, attr) for attr, key in _SCALARS.items()},
+        **{key: getattr(table, attr) for attr, key in SCALAR_KEYS.items()},
         "notes": list(table.notes),
         "evidence": dict(sorted(table.evidence.items())),
     }
@@ -226,7 +226,7 @@ def from_json(doc: Any) -> PriceTable:
     # An instance is never free: a 0 here would hide a missing price.
     if not isinstance(hours, dict) or not all(_price(v) and v > 0 for v in hours.values()):
         raise ValueError("instanceHour must map types to prices above 0")
-    for key in _SCALARS.values():
+    for key in SCALAR_KEYS.values():
         if not _price(doc[key]):
             raise ValueError(f"{key} must be a price, not {doc[key]!r}")
     for key in ("source", "recorded", "region", "diskKind"):
@@ -241,7 +241,7 @@ def from_json(doc: Any) -> PriceTable:
         disk_kind=doc["diskKind"],
         notes=[str(n) for n in doc.get("notes", [])],
         evidence={str(k): str(v) for k, v in doc.get("evidence", {}).items()},
-        **{attr: float(doc[key]) for attr, key in _SCALARS.items()},
+        **{attr: float(doc[key]) for attr, key in SCALAR_KEYS.items()},
     )
 
 

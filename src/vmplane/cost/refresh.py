@@ -16,14 +16,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from vmplane.cost.prices import TABLES, PriceTable, cache_path, choose, write_cache
+from vmplane.cost.prices import SCALAR_KEYS, TABLES, PriceTable, cache_path, choose, write_cache
 from vmplane.envspec.models import Cloud
 from vmplane.errors import VmplaneError
 
 SOURCES = {Cloud.aws: "AWS Price List API", Cloud.gcp: "Cloud Billing Catalog API"}
 DEFAULT_REGIONS = {Cloud.aws: "us-east-1", Cloud.gcp: "us-central1"}
 # Every row besides the instance types; a table without one of them is not written.
-SCALAR_ROWS = ("disk_gb_month", "lb_hour", "lb_capacity_unit_hour", "nat_hour", "nat_gb", "public_ip_hour")
+SCALAR_ROWS = tuple(SCALAR_KEYS)
 
 Progress = Callable[[str], None]
 
