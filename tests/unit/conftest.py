@@ -31,6 +31,14 @@ def _shared_botocore_loader() -> Iterator[None]:
         yield
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """In-process tests never read the developer's ~/.vmplane (a price cache there would change estimates)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("VMPLANE_HOME", str(tmp_path_factory.mktemp("vmplane-home")))
+        yield
+
+
 @pytest.fixture(scope="session")
 def spec() -> EnvSpec:
     return load_spec(EXAMPLE)
