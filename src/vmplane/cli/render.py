@@ -78,6 +78,30 @@ def show_plan(con: Console, plan: Plan) -> None:
             detail = f"  [dim]{r.detail}[/]" if r.detail else ""
             con.print(f"  {sym} {r.type}.{r.name}{detail}", soft_wrap=True)
     con.print(f"\n[bold]{plan.summary}[/]")
+    show_cost(con, plan.cost)
+
+
+def _signed(x: float) -> str:
+    return f"{x:+.2f}"
+
+
+def show_cost(con: Console, cost: dict[str, Any] | None) -> None:
+    """One line: the monthly estimate after the plan, and for a change the difference; missing prices named."""
+    if not cost:
+        return
+    after, before, delta, cur = cost["after"], cost["before"], cost["delta"], cost["currency"]
+    text = f"Cost: ~ {after['total']:.2f} {cur}/month"
+    if delta is not None:
+        text += f" ({_signed(delta['total'])}, was {before['total']:.2f})"
+    scheduled = after["scheduledTotal"]
+    if scheduled is not None or (before and before["scheduledTotal"] is not None):
+        billed = after["total"] if scheduled is None else scheduled
+        text += f"; with the schedules ~ {billed:.2f}"
+        if delta is not None:
+            text += f" ({_signed(delta['scheduledTotal'])})"
+    con.print(text + " [dim](list prices; `vmplane cost` shows each line and assumption)[/]", soft_wrap=True)
+    for m in cost["missing"]:
+        con.print(f"  [yellow]missing price:[/] {m} (not counted: the estimate is incomplete)", soft_wrap=True)
 
 
 class StepPrinter:
