@@ -129,3 +129,22 @@ def test_an_old_job_without_a_ledger_is_costed_from_its_creation_and_says_so(fix
     got = h.job_cost_so_far(config, created, T0 + timedelta(hours=2))
     assert got.amount == round((vm_hour(2) + NETWORK_HOUR) * 2, 2)
     assert any("no cost history on this job" in a for a in got.assumptions)
+
+
+def test_cloud_nat_is_billed_per_vm_hour_so_it_follows_the_pools_schedule_and_stop() -> None:
+    from vmplane.cost.prices import GCP_US_CENTRAL1 as G
+
+    gcp = load_spec(EXAMPLES / "gcp-fixed.jsonc")  # 2 x e2-small, 20 GB pd-balanced, no LB
+    doc = gcp.model_dump(mode="json", by_alias=True, exclude_none=True)
+    spec = EnvSpec.model_validate({**doc, "pools": {"web": {**doc["pools"]["web"], "schedule": WEEKDAYS}}})
+    e = h.entry(spec, [], T0, "provisioned", "provision")
+    (nat,) = [r for r in e["rates"] if r["kind"] == "nat"]
+    assert (nat["pool"], nat["follows"], nat["hourly"]) == ("web", "web", pytest.approx(2 * G.nat_hour))
+    weekend = h.cost_so_far(h.append(None, e), T0 + timedelta(days=3)).amount  # 12 running hours, as above
+    vm = 2 * (G.instance_hour["e2-small"] + G.nat_hour)
+    assert weekend == round(vm * 12 + 2 * 20 * G.disk_gb_month / 730 * 72 + 100 * G.nat_gb / 730 * 72, 2)
+    stopped = h.entry(spec, ["web"], T0, "stop", "op-1")
+    assert {r["kind"]: r["hourly"] for r in stopped["rates"] if r["kind"] in ("nat", "instance")} == {
+        "nat": 0.0,
+        "instance": 0.0,
+    }

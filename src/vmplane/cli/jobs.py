@@ -229,7 +229,7 @@ def _so_far(so_far: dict[str, Any] | None) -> str:
     if so_far is None:
         return "-"
     if so_far["since"] is None:
-        return "0.00 (not provisioned yet)"
+        return "0.00 (pending)"
     text = f"{so_far['amount']:.2f} {so_far['currency']} since {so_far['since'][:10]}"
     return text + ("" if so_far["complete"] else " [yellow]+?[/]")
 

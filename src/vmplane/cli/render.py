@@ -158,6 +158,14 @@ def show_job(con: Console, job: JobView) -> None:
     con.print(f"[bold]{job.id}[/]  {job.org}/{job.env}  status [bold]{job.status.value}[/]  on {job.target.describe()}")
     if job.error:
         con.print(f"  [red]error:[/] {job.error}", soft_wrap=True)
+    est = job.config.get("costEstimate")
+    if est:
+        monthly, cur = est["monthly"], est["currency"]
+        scheduled = (
+            f", {monthly['scheduledTotal']:.2f} with the schedules" if monthly["scheduledTotal"] is not None else ""
+        )
+        missing = f" [yellow](incomplete: {len(est['missing'])} missing price(s))[/]" if est["missing"] else ""
+        con.print(f"  cost ~ {monthly['total']:.2f} {cur}/month{scheduled} (list prices){missing}")
     for label, steps in (("steps", job.steps), ("teardown", job.teardown_steps)):
         if steps:
             con.print(f"  {label}: " + "  ".join(f"{STEP_MARK[s.status]} {s.name}" for s in steps))

@@ -115,10 +115,15 @@ def entry(spec: EnvSpec, stopped: list[str], at: datetime, event: str, key: str)
     }
 
 
+def bare(at: datetime, event: str, key: str, *, ends: bool = False, missing: list[str] | None = None) -> dict[str, Any]:
+    """An entry that bills nothing from `at` on: a teardown, or a shape that could not be priced."""
+    return {"at": _iso(at), "event": event, "key": key, "rates": [], "schedules": {}, "stopped": [],
+            "missing": missing or [], "ended": ends}  # fmt: skip
+
+
 def ended(at: datetime, key: str = "teardown") -> dict[str, Any]:
     """Teardown done: nothing is billed from here on."""
-    return {"at": _iso(at), "event": "teardown", "key": key, "rates": [], "schedules": {}, "stopped": [],
-            "missing": [], "ended": True}  # fmt: skip
+    return bare(at, "teardown", key, ends=True)
 
 
 def append(ledger: dict[str, Any] | None, new: dict[str, Any], cap: int = LEDGER_CAP) -> dict[str, Any]:
@@ -243,15 +248,22 @@ def first_resource_start(steps: list[dict[str, Any]]) -> datetime | None:
 def record_finish(
     config: dict[str, Any], steps: list[dict[str, Any]], phase: str, created_at: datetime, now: datetime
 ) -> dict[str, Any]:
-    """The ledger after a phase ("provision", "operation", "teardown") succeeded."""
-    ledger = ledger_of(config, created_at)
-    if phase == "teardown":
-        return append(ledger, ended(now))
-    spec, stopped = _spec_and_stopped(config)
-    if phase == "provision":
-        return append(ledger, entry(spec, stopped, first_resource_start(steps) or now, "provisioned", "provision"))
+    """The ledger after a phase ("provision", "operation", "teardown") succeeded. Bookkeeping never
+    fails the job: a shape it cannot price becomes an entry that counts nothing and says why."""
     op = config.get("operation") or {}
-    return append(ledger, entry(spec, stopped, now, str(op.get("kind", "operation")), str(op.get("id", _iso(now)))))
+    if phase == "provision":
+        at, event, key = first_resource_start(steps) or now, "provisioned", "provision"
+    else:
+        at, event, key = now, str(op.get("kind", "operation")), str(op.get("id", _iso(now)))
+    try:
+        ledger = ledger_of(config, created_at)
+        if phase == "teardown":
+            return append(ledger, ended(now))
+        spec, stopped = _spec_and_stopped(config)
+        return append(ledger, entry(spec, stopped, at, event, key))
+    except (KeyError, ValueError) as err:  # a record this version cannot read
+        why = [f"the job's shape could not be priced: {err}"]
+        return append(config.get("costLedger"), bare(at, event, key, ends=phase == "teardown", missing=why))
 
 
 def job_cost_so_far(config: dict[str, Any], created_at: datetime, now: datetime) -> CostSoFar:
