@@ -183,7 +183,8 @@ def envs(
         str | None,
         typer.Option(
             "--as-of",
-            help="Cost so far up to this ISO 8601 time (default now; a later time runs today's shape on).",
+            help="Cost so far up to this ISO 8601 time (UTC unless it names a zone; default now; "
+            "a later time runs today's shape on).",
         ),
     ] = None,
 ) -> None:
