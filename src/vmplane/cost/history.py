@@ -4,7 +4,9 @@ with one entry each time the billed shape changed, and the arithmetic over it.
 An entry holds the hourly rate of each line of the estimate at that moment (the prices of that day
 stay with it), which lines follow a pool's schedule (with the schedule itself), and which pools were
 stopped. Between two entries a line costs `hourly x hours`, where a scheduled line counts the hours its
-schedule runs (`Schedule.running_hours`, daylight saving included) instead of wall-clock hours.
+schedule runs (`Schedule.running_hours`, daylight saving included) instead of wall-clock hours. A
+scheduled pool that `vmplane stop` stopped (or `start` started outside its hours) carries an override
+until the schedule's next start (or stop) takes it back: the cloud's scheduler runs on regardless.
 
 Entries are written when a phase or an operation succeeds (pipeline/runner.py `finish_job`):
 provisioning (dated when its first resource-creating step started), every operation (dated when it
@@ -15,7 +17,7 @@ Pure functions of dicts and times; the only import at module load is the schedul
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from vmplane.envspec.schedule import Schedule
@@ -30,7 +32,10 @@ HOURS_PER_MONTH = 730.0  # as cost.estimate (not imported: listing environments 
 ASSUME_START = "billing counted from when provisioning's first resource-creating step started (a slight over-count)"
 ASSUME_CHANGES = "each change counted from when its operation finished; a failed one changes nothing here"
 ASSUME_PRICES = "list prices of the day each change was recorded; NAT data prorated from the assumed GB/month"
-ASSUME_STOPPED = "a stopped pool stays stopped until `vmplane start`, whatever its schedule"
+ASSUME_STOPPED = (
+    "a stopped pool stays stopped until `vmplane start`, or with a schedule until its next start; "
+    "a scheduled pool started outside its hours runs until the schedule's next stop"
+)
 
 
 def new_ledger() -> dict[str, Any]:
@@ -38,7 +43,7 @@ def new_ledger() -> dict[str, Any]:
 
 
 def _iso(t: datetime) -> str:
-    return _aware(t).isoformat()
+    return _aware(t).astimezone(UTC).isoformat()
 
 
 def _aware(t: datetime) -> datetime:
@@ -57,8 +62,9 @@ def rates(spec: EnvSpec, est: Estimate, stopped: list[str]) -> tuple[list[dict[s
     """The estimate's lines as hourly rates, and the schedules the scheduled ones follow.
 
     A stopped Fixed pool's instances cost 0 and its disks stay billed; a stopped (or scaled-to-0)
-    scaling group has neither. On Google Cloud, Cloud NAT bills per VM-hour: it is split per pool, so
-    it follows each pool's schedule and stop.
+    scaling group has neither (a scheduled pool keeps its rates: `overrides` stops them for a while).
+    On Google Cloud, Cloud NAT bills per VM-hour: it is split per pool, so it follows each pool's
+    schedule and stop.
     """
     from vmplane.envspec.models import AsgPool, Cloud
 
@@ -80,7 +86,10 @@ def rates(spec: EnvSpec, est: Estimate, stopped: list[str]) -> tuple[list[dict[s
             is_asg = isinstance(pool, AsgPool)
             # Outside its schedule a pool's VMs are stopped (Fixed) or gone (scaling group: disks too).
             follows = pool is not None and pool.schedule is not None and (kind_for_pool == "instance" or is_asg)
-            off = pool_name in stopped and (kind_for_pool == "instance" or is_asg)
+            # A scheduled pool that was stopped starts again at its schedule's next start: an override
+            # (see `overrides`) bills it from then; without a schedule it stays off until `vmplane start`.
+            unscheduled = pool is None or pool.schedule is None
+            off = pool_name in stopped and unscheduled and (kind_for_pool == "instance" or is_asg)
             rate: dict[str, Any] = {
                 "kind": line.kind,
                 "pool": pool_name,
@@ -96,8 +105,50 @@ def rates(spec: EnvSpec, est: Estimate, stopped: list[str]) -> tuple[list[dict[s
     return out, schedules
 
 
-def entry(spec: EnvSpec, stopped: list[str], at: datetime, event: str, key: str) -> dict[str, Any]:
-    """A ledger entry for the environment's shape as of `at` (priced now, from the pinned table)."""
+def overrides(
+    spec: EnvSpec,
+    stopped: list[str],
+    at: datetime,
+    *,
+    started: list[str] | None = None,
+    previous: dict[str, Any] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Scheduled pools that do not follow their schedule from `at` on, until the schedule's next change
+    takes them back: `{"on": False, "until": next start}` for one that `vmplane stop` stopped,
+    `{"on": True, "until": next stop}` for one `vmplane start` started outside its hours. An override
+    of the entry before is carried while it holds (the cloud's scheduler does not tell the record)."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, pool in sorted(spec.pools.items()):
+        schedule = pool.schedule
+        if schedule is None:
+            continue
+        before = ((previous or {}).get("overrides") or {}).get(name)
+        was_stopped = name in ((previous or {}).get("stopped") or [])
+        # Windows from `at` on, clipped to it: one that runs at `at` begins at `at`.
+        later = list(schedule.windows(at, at + timedelta(days=8)))
+        if before is not None and _parse(before["until"]) > at and before["on"] is (name not in stopped):
+            out[name] = before
+        elif name in stopped and not was_stopped:  # stopped now: until the schedule's next start
+            out[name] = {"on": False, "until": _iso(next(lo for lo, _ in later if lo > at))}
+        elif name in (started or []) and not schedule.is_running_at(at):  # until the next stop
+            out[name] = {"on": True, "until": _iso(later[0][1])}
+        # Else it follows its schedule, even if the record still lists it stopped: the schedule's start
+        # since then started it again.
+    return out
+
+
+def entry(
+    spec: EnvSpec,
+    stopped: list[str],
+    at: datetime,
+    event: str,
+    key: str,
+    *,
+    started: list[str] | None = None,
+    previous: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A ledger entry for the environment's shape as of `at` (priced now, from the pinned table).
+    `started`: the pools a `start` operation just started; `previous`: the ledger's last entry."""
     from vmplane.cost.estimate import estimate
 
     est = estimate(spec)
@@ -109,6 +160,7 @@ def entry(spec: EnvSpec, stopped: list[str], at: datetime, event: str, key: str)
         "currency": est.currency,
         "rates": line_rates,
         "schedules": schedules,
+        "overrides": overrides(spec, stopped, at, started=started, previous=previous),
         "stopped": sorted(stopped),
         "missing": list(est.missing),  # named there; those lines count nothing here
         "ended": False,
@@ -157,7 +209,8 @@ def segment_cost(e: dict[str, Any], since: datetime, until: datetime) -> tuple[f
         return 0.0, []
     wall = (until - since).total_seconds() / 3600
     schedules = {pool: Schedule.model_validate(s) for pool, s in (e.get("schedules") or {}).items()}
-    hours_of = {pool: s.running_hours(since, until) for pool, s in schedules.items()}
+    special = e.get("overrides") or {}
+    hours_of = {pool: _pool_hours(s, special.get(pool), since, until) for pool, s in schedules.items()}
     total, missing = 0.0, list(e.get("missing") or [])
     for r in e["rates"]:
         if r["hourly"] is None:
@@ -165,6 +218,15 @@ def segment_cost(e: dict[str, Any], since: datetime, until: datetime) -> tuple[f
         follows = r.get("follows") or ""
         total += r["hourly"] * hours_of.get(follows, wall)
     return total, missing
+
+
+def _pool_hours(schedule: Schedule, override: dict[str, Any] | None, since: datetime, until: datetime) -> float:
+    """Hours a scheduled pool runs in [since, until): its schedule's, after an override ends."""
+    if override is None:
+        return schedule.running_hours(since, until)
+    switch = min(max(_parse(override["until"]), since), until)
+    forced = (switch - since).total_seconds() / 3600 if override["on"] else 0.0
+    return forced + schedule.running_hours(switch, until)
 
 
 @dataclass
@@ -260,7 +322,12 @@ def record_finish(
         if phase == "teardown":
             return append(ledger, ended(now))
         spec, stopped = _spec_and_stopped(config)
-        return append(ledger, entry(spec, stopped, at, event, key))
+        started = None
+        if phase == "operation" and event == "start":
+            pool = (op.get("params") or {}).get("pool")
+            started = [pool] if pool else sorted(spec.pools)
+        previous = ledger["entries"][-1] if ledger["entries"] else None
+        return append(ledger, entry(spec, stopped, at, event, key, started=started, previous=previous))
     except (KeyError, ValueError) as err:  # a record this version cannot read
         why = [f"the job's shape could not be priced: {err}"]
         return append(config.get("costLedger"), bare(at, event, key, ends=phase == "teardown", missing=why))
