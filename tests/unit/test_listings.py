@@ -3,6 +3,8 @@ what the ORM path returns (the path for PostgreSQL and for new or older files)."
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 from tests.helpers import EXAMPLES
 
@@ -12,6 +14,8 @@ from vmplane.jobs import service as jobs
 from vmplane.settings import Settings
 from vmplane.store.db import transaction
 from vmplane.target import Target
+
+NOW = datetime(2030, 1, 1, tzinfo=UTC)
 
 
 @pytest.fixture
@@ -46,9 +50,11 @@ def test_list_jobs_and_envs_match_the_orm(settings: Settings, monkeypatch: pytes
         fast, orm = both(settings, monkeypatch, listings.list_jobs, org)
         assert [v.to_json() for v in fast] == [v.to_json() for v in orm]
         assert len(fast) == (3 if org is None else 2)
-        fast_envs, orm_envs = both(settings, monkeypatch, listings.list_envs, org)
+        fast_envs, orm_envs = both(settings, monkeypatch, listings.list_envs, org, NOW)  # one clock for both
         assert fast_envs == orm_envs
         assert fast_envs[0].vms_ready == (1, 2)
+        assert fast_envs[0].cost_estimate is not None and fast_envs[0].cost_estimate["total"] > 0
+        assert fast_envs[0].cost_so_far is not None and fast_envs[0].cost_so_far["since"] is None  # not provisioned
 
 
 def test_find_job_matches_the_orm_and_operations(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -165,7 +165,7 @@ def test_summary_and_legend_list_only_actions_present():
 
 def test_to_json_shape(spec):
     data = provision(spec, "sandbox").to_json()
-    assert set(data) == {"kind", "env", "target", "steps", "resources", "notes", "summary"}
+    assert set(data) == {"kind", "env", "target", "steps", "resources", "notes", "summary", "cost"}
     assert data["resources"][0] == {
         "action": "+",
         "type": "aws_vpc",

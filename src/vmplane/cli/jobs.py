@@ -7,7 +7,7 @@ rich. They never import the engine (DBOS) or a cloud SDK.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -35,7 +35,7 @@ def apply(
     file: FileOpt = DEFAULT_FILE, sandbox: SandboxOpt = False, yes: YesOpt = False, output: OutputOpt = "text"
 ) -> None:
     """Provision the environment (or update an applied one in place): plan, confirm, run with live progress."""
-    from vmplane.cli.render import show_changes, show_plan
+    from vmplane.cli.render import show_changes, show_cost, show_plan
     from vmplane.jobs import operations
     from vmplane.jobs.operations import Decision
     from vmplane.jobs.service import Phase
@@ -58,6 +58,7 @@ def apply(
     if ap.decision is Decision.update:
         assert ap.job is not None
         show_changes(con, ap.changes, [])
+        show_cost(con, ap.plan.cost)
         confirm(con, f"Update {ap.job.org}/{ap.job.env} in place?", yes)
         operations.begin_update(settings, ap.job, spec, ap)
         con.print(f"\njob [bold]{ap.job.id}[/] update")
@@ -175,12 +176,29 @@ def status(
         show_job(cmd.con, job)
 
 
-def envs(output: OutputOpt = "text", org: OrgOpt = None) -> None:
-    """The inventory: environments registered by stepRegisterSpace."""
+def envs(
+    output: OutputOpt = "text",
+    org: OrgOpt = None,
+    as_of: Annotated[
+        str | None,
+        typer.Option(
+            "--as-of",
+            help="Cost so far up to this ISO 8601 time (UTC unless it names a zone; default now; "
+            "a later time runs today's shape on).",
+        ),
+    ] = None,
+) -> None:
+    """The inventory: environments registered by stepRegisterSpace, their monthly estimate and cost so far."""
+    from datetime import datetime
+
     from vmplane.jobs import listings
 
     cmd = begin(output)
-    rows = listings.list_envs(cmd.settings, org)
+    try:
+        now = datetime.fromisoformat(as_of) if as_of else None
+    except ValueError:
+        raise UsageError(f"--as-of {as_of!r} is not an ISO 8601 time (e.g. 2026-12-01T18:00:00+00:00)") from None
+    rows = listings.list_envs(cmd.settings, org, now=now)
     if cmd.json:
         print_json({"environments": [r.to_json() for r in rows]})
         return
@@ -190,12 +208,31 @@ def envs(output: OutputOpt = "text", org: OrgOpt = None) -> None:
     from rich.table import Table
 
     t = Table(box=None)
-    for col in ("ORG", "NAME", "JOB", "WHERE", "VMS"):
-        t.add_column(col)
+    for col in ("ORG", "NAME", "JOB", "WHERE", "VMS", "MONTHLY", "SO FAR"):
+        t.add_column(col, justify="right" if col in ("MONTHLY", "SO FAR") else "left")
     for r in rows:
         ready, total = r.vms_ready
-        t.add_row(r.org, r.name, r.job, r.where, f"{ready}/{total} ready")
+        vms = f"{ready}/{total} ready" + (f", {r.stopped_vms} stopped" if r.stopped_vms else "")
+        t.add_row(r.org, r.name, r.job, r.where, vms, _monthly(r.cost_estimate), _so_far(r.cost_so_far))
     cmd.con.print(t)
+
+
+def _monthly(est: dict[str, Any] | None) -> str:
+    if est is None:
+        return "-"
+    text = f"{est['total']:.2f} {est['currency']}"
+    if est["scheduledTotal"] is not None:
+        text += f" ({est['scheduledTotal']:.2f} scheduled)"
+    return text + ("" if est["complete"] else " [yellow]+?[/]")  # a price is missing: `vmplane cost` names it
+
+
+def _so_far(so_far: dict[str, Any] | None) -> str:
+    if so_far is None:
+        return "-"
+    if so_far["since"] is None:
+        return "0.00 (pending)"
+    text = f"{so_far['amount']:.2f} {so_far['currency']} since {so_far['since'][:10]}"
+    return text + ("" if so_far["complete"] else " [yellow]+?[/]")
 
 
 def jobs(output: OutputOpt = "text", org: OrgOpt = None) -> None:

@@ -78,6 +78,30 @@ def show_plan(con: Console, plan: Plan) -> None:
             detail = f"  [dim]{r.detail}[/]" if r.detail else ""
             con.print(f"  {sym} {r.type}.{r.name}{detail}", soft_wrap=True)
     con.print(f"\n[bold]{plan.summary}[/]")
+    show_cost(con, plan.cost)
+
+
+def _signed(x: float) -> str:
+    return f"{x:+.2f}"
+
+
+def show_cost(con: Console, cost: dict[str, Any] | None) -> None:
+    """One line: the monthly estimate after the plan, and for a change the difference; missing prices named."""
+    if not cost:
+        return
+    after, before, delta, cur = cost["after"], cost["before"], cost["delta"], cost["currency"]
+    text = f"Cost: ~ {after['total']:.2f} {cur}/month"
+    if delta is not None:
+        text += f" ({_signed(delta['total'])}, was {before['total']:.2f})"
+    scheduled = after["scheduledTotal"]
+    if scheduled is not None or (before and before["scheduledTotal"] is not None):
+        billed = after["total"] if scheduled is None else scheduled
+        text += f"; with the schedules ~ {billed:.2f}"
+        if delta is not None:
+            text += f" ({_signed(delta['scheduledTotal'])})"
+    con.print(text + " [dim](list prices; `vmplane cost` shows each line and assumption)[/]", soft_wrap=True)
+    for m in cost["missing"]:
+        con.print(f"  [yellow]missing price:[/] {m} (not counted: the estimate is incomplete)", soft_wrap=True)
 
 
 class StepPrinter:
@@ -134,6 +158,14 @@ def show_job(con: Console, job: JobView) -> None:
     con.print(f"[bold]{job.id}[/]  {job.org}/{job.env}  status [bold]{job.status.value}[/]  on {job.target.describe()}")
     if job.error:
         con.print(f"  [red]error:[/] {job.error}", soft_wrap=True)
+    est = job.config.get("costEstimate")
+    if est:
+        monthly, cur = est["monthly"], est["currency"]
+        scheduled = (
+            f", {monthly['scheduledTotal']:.2f} with the schedules" if monthly["scheduledTotal"] is not None else ""
+        )
+        missing = f" [yellow](incomplete: {len(est['missing'])} missing price(s))[/]" if est["missing"] else ""
+        con.print(f"  cost ~ {monthly['total']:.2f} {cur}/month{scheduled} (list prices){missing}")
     for label, steps in (("steps", job.steps), ("teardown", job.teardown_steps)):
         if steps:
             con.print(f"  {label}: " + "  ".join(f"{STEP_MARK[s.status]} {s.name}" for s in steps))

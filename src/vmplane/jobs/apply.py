@@ -9,6 +9,7 @@ from enum import StrEnum
 from typing import Any
 
 from vmplane.clouds.registry import driver_for
+from vmplane.cost.delta import plan_cost
 from vmplane.envspec.impact import CONSEQUENCE, Change, Impact, diff
 from vmplane.envspec.models import EnvSpec
 from vmplane.jobs import service as jobs
@@ -103,6 +104,7 @@ def plan_update(spec: EnvSpec, target: Target, job: JobView) -> ApplyPlan:
     headline = "Update: " + ", ".join(f"{n} {impact}" for impact, n in sorted(counts.items())) + " change(s)."
     plan = Plan(PlanKind.update, spec.name, target.describe(), steps, [], notes=[], headline=headline)
     plan.notes.append(f"updates job {job.id}: every step reconciles the environment with the file")
+    plan.cost = plan_cost(job.spec, spec)
     return ApplyPlan(Decision.refused if refusals else Decision.update, plan, job, changes, refusals)
 
 

@@ -16,7 +16,7 @@ import json
 import sqlite3
 from contextlib import closing
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,9 @@ from vmplane.store.revisions import is_head
 
 # The columns `store.models.JobRow` and `EnvironmentRow` map (tables "jobs" and "environments").
 _JOB_COLUMNS = "id, org, env_name, status, version, config, steps, teardown_steps, error, created_at, updated_at"
-_ENV_COLUMNS = "org, name, job_id, cloud, region, outputs, registered_at"
+_ENV_COLUMNS = "e.org, e.name, e.job_id, e.cloud, e.region, e.outputs, e.registered_at"
+# Each environment's job, for its cost (estimate, ledger) and its VMs as recorded now.
+_ENV_JOIN = "environments e LEFT JOIN jobs j ON j.id = e.job_id"
 LIST_LIMIT = 100  # as store.job_rows.list_jobs
 
 
@@ -47,6 +49,9 @@ class EnvListing:
     region: str
     registered_at: str  # ISO 8601
     outputs: dict[str, Any]
+    cost_estimate: dict[str, Any] | None = None  # {total, scheduledTotal, currency, complete}
+    cost_so_far: dict[str, Any] | None = None  # cost.history.CostSoFar.to_json()
+    stopped_vms: int = 0
 
     @property
     def where(self) -> str:
@@ -67,7 +72,38 @@ class EnvListing:
             "region": self.region,
             "registeredAt": self.registered_at,
             "outputs": self.outputs,
+            "stoppedVms": self.stopped_vms,
+            "costEstimate": self.cost_estimate,
+            "costSoFar": self.cost_so_far,
         }
+
+
+def _job_costs(config: dict[str, Any] | None, created_at: datetime | None, now: datetime) -> dict[str, Any]:
+    """An environment's monthly estimate, cost so far and stopped VMs, from its job's record."""
+    if not config or created_at is None:
+        return {}
+    from vmplane.cost.history import job_cost_so_far
+
+    vms = (config.get("infra") or {}).get("VMs") or []
+    out: dict[str, Any] = {"stopped_vms": sum(1 for v in vms if v.get("State") == "stopped")}
+    try:
+        est = config.get("costEstimate")
+        if est is None:  # a job recorded before vmplane kept its estimate
+            from vmplane.cost.estimate import estimate
+            from vmplane.envspec.models import EnvSpec
+
+            est = estimate(EnvSpec.model_validate(config["spec"])).to_json()
+        monthly = est["monthly"]
+        out["cost_estimate"] = {
+            "total": monthly["total"],
+            "scheduledTotal": monthly["scheduledTotal"],
+            "currency": est["currency"],
+            "complete": est["complete"],
+        }
+        out["cost_so_far"] = job_cost_so_far(config, created_at, now).to_json()
+    except (KeyError, ValueError):  # a record this version cannot read: no numbers rather than wrong ones
+        pass
+    return out
 
 
 def _sqlite_file(settings: Settings) -> sqlite3.Connection | None:
@@ -116,13 +152,17 @@ def _view(r: sqlite3.Row) -> JobView:
     )
 
 
-def list_envs(settings: Settings, org: str | None = None) -> list[EnvListing]:
-    """Registered environments, by org and name."""
+def list_envs(settings: Settings, org: str | None = None, now: datetime | None = None) -> list[EnvListing]:
+    """Registered environments, by org and name, with their cost so far as of `now` (default: now)."""
+    at = now or datetime.now(UTC)
     conn = _sqlite_file(settings)
     if conn is not None:
         with closing(conn):
-            where, args = (" WHERE org = ?", (org,)) if org else ("", ())
-            rows = conn.execute(f"SELECT {_ENV_COLUMNS} FROM environments{where} ORDER BY org, name", args)
+            where, args = (" WHERE e.org = ?", (org,)) if org else ("", ())
+            stmt = (
+                f"SELECT {_ENV_COLUMNS}, j.config AS job_config, j.created_at AS job_created_at"
+                f" FROM {_ENV_JOIN}{where} ORDER BY e.org, e.name"
+            )
             return [
                 EnvListing(
                     org=r["org"],
@@ -132,13 +172,21 @@ def list_envs(settings: Settings, org: str | None = None) -> list[EnvListing]:
                     region=r["region"],
                     registered_at=_time(r["registered_at"]).isoformat(),
                     outputs=_json(r["outputs"]) or {},
+                    **_job_costs(
+                        _json(r["job_config"]), _time(r["job_created_at"]) if r["job_created_at"] else None, at
+                    ),
                 )
-                for r in rows
+                for r in conn.execute(stmt, args)
             ]
+    from sqlalchemy import select
+
     from vmplane.store import job_rows
     from vmplane.store.db import transaction
+    from vmplane.store.models import JobRow
 
     with transaction(settings.db_url) as s:
+        envs = job_rows.list_envs(s, org)
+        job_of = {j.id: j for j in s.scalars(select(JobRow).where(JobRow.id.in_([e.job_id for e in envs])))}
         return [
             EnvListing(
                 org=e.org,
@@ -148,8 +196,13 @@ def list_envs(settings: Settings, org: str | None = None) -> list[EnvListing]:
                 region=e.region,
                 registered_at=e.registered_at.isoformat(),
                 outputs=e.outputs,
+                **_job_costs(
+                    job_of[e.job_id].config if e.job_id in job_of else None,
+                    job_of[e.job_id].created_at if e.job_id in job_of else None,
+                    at,
+                ),
             )
-            for e in job_rows.list_envs(s, org)
+            for e in envs
         ]
 
 

@@ -14,6 +14,8 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from vmplane.cost.estimate import estimate
+from vmplane.cost.history import new_ledger
 from vmplane.envspec.models import EnvSpec, spec_json
 from vmplane.state import InfraConfig
 from vmplane.store.job_records import (
@@ -108,6 +110,8 @@ def create_job(session: Session, spec: EnvSpec, target: Target, step_names: list
             "spec": spec_json(spec),
             "infra": InfraConfig().model_dump(mode="json"),
             "target": target.model_dump(mode="json"),
+            "costEstimate": estimate(spec).to_json(),
+            "costLedger": new_ledger(),
         },
         steps=[dump_step(StepRecord(name=n)) for n in step_names],
         teardown_steps=[],
@@ -169,6 +173,7 @@ def begin_operation(
     config = {**row.config, **(config_updates or {}), "operation": op.dump(), "operationHistory": history[-50:]}
     if spec is not None:
         config["spec"] = spec_json(spec)
+        config["costEstimate"] = estimate(spec).to_json()
     row.config = config
     row.status = JobStatus.pending.value
     row.error = None
@@ -179,7 +184,7 @@ def begin_operation(
 def replace_spec(session: Session, job_id: str, spec: EnvSpec, step_names: list[str]) -> JobRow:
     """A failed job may take a corrected file: every step runs again (each reconciles what exists)."""
     row = get_row(session, job_id)
-    row.config = {**row.config, "spec": spec_json(spec)}
+    row.config = {**row.config, "spec": spec_json(spec), "costEstimate": estimate(spec).to_json()}
     row.steps = [dump_step(StepRecord(name=n)) for n in step_names]
     row.status = JobStatus.pending.value
     touch(row)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vmplane.clouds.registry import driver_for
+from vmplane.cost.delta import plan_cost
 from vmplane.envspec.models import AsgPool, EnvSpec, FixedPool, LoadBalancer
 from vmplane.errors import UsageError
 from vmplane.jobs import service as jobs
@@ -50,6 +51,7 @@ def plan_attach_lb(job: JobView, lb: LoadBalancer | None) -> OperationPlan:
     spec = job.spec.model_copy(update={"load_balancer": block})
     steps = [*LB_STEPS, "stepRegisterSpace"]
     plan = Plan(PlanKind.attach_lb, job.env, job.target.describe(), steps, driver.lb_resources(spec))
+    plan.cost = plan_cost(job.spec, spec)
     return OperationPlan("attach_lb", job, {"domain": block.domain}, steps, plan, spec=spec)
 
 
@@ -91,6 +93,7 @@ def plan_scale(
     steps = ["stepScalePool", "stepRegisterSpace"]
     plan = Plan(PlanKind.scale, job.env, job.target.describe(), steps, [], headline=f"Scale: pool {pool} {detail}.")
     plan.notes.append("running VMs stay")
+    plan.cost = plan_cost(job.spec, spec)
     return OperationPlan(
         "scale", job, {"pool": pool, "min": min_size, "max": max_size, "desired": desired}, steps, plan, spec=spec
     )

@@ -14,6 +14,7 @@ from graphlib import CycleError, TopologicalSorter
 from typing import Any
 
 from vmplane.clouds.base import Action, CloudDriver, PlannedResource
+from vmplane.cost.delta import plan_cost
 from vmplane.envspec.models import EnvSpec
 from vmplane.errors import VmplaneError
 from vmplane.state import InfraConfig
@@ -135,6 +136,7 @@ class Plan:
     resources: list[PlannedResource] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     headline: str | None = None  # the summary line when the plan is not a list of resources
+    cost: dict[str, Any] | None = None  # cost.delta.plan_cost: the estimate, and before/after for a change
 
     def count(self, *actions: Action) -> int:
         return sum(1 for r in self.resources if r.action in actions)
@@ -166,6 +168,7 @@ class Plan:
             ],
             "notes": self.notes,
             "summary": self.summary,
+            "cost": self.cost,
         }
 
 
@@ -175,7 +178,9 @@ def provision_plan(driver: CloudDriver, spec: EnvSpec, infra: InfraConfig, targe
     if spec.network.existing_vpc_id:
         notes.append(f"existing network {spec.network.existing_vpc_id} is used as is and never modified or deleted")
     resources = driver.provision_resources(spec, infra)
-    return Plan(PlanKind.provision, spec.name, target, provision_steps(spec), resources, notes)
+    plan = Plan(PlanKind.provision, spec.name, target, provision_steps(spec), resources, notes)
+    plan.cost = plan_cost(None, spec)
+    return plan
 
 
 def teardown_plan(driver: CloudDriver, spec: EnvSpec, infra: InfraConfig, target: str) -> Plan:
@@ -185,4 +190,6 @@ def teardown_plan(driver: CloudDriver, spec: EnvSpec, infra: InfraConfig, target
         notes.append(f"existing network {infra.NetworkID} is not vmplane's and stays untouched")
     notes.append("anything else tagged with this job id is found by tag and deleted too")
     resources = driver.teardown_resources(infra)
-    return Plan(PlanKind.teardown, spec.name, target, list(TEARDOWN_STEPS), resources, notes)
+    plan = Plan(PlanKind.teardown, spec.name, target, list(TEARDOWN_STEPS), resources, notes)
+    plan.cost = plan_cost(spec, None)
+    return plan

@@ -12,6 +12,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from typing import TypeVar
 
 from sqlalchemy.orm import Session
@@ -20,6 +21,7 @@ from sqlalchemy.orm.exc import StaleDataError
 from vmplane.clouds.base import API_CALLS, CloudDriver, Context, Tagger
 from vmplane.clouds.errors import UnsupportedError
 from vmplane.clouds.registry import driver_for
+from vmplane.cost.history import record_finish
 from vmplane.envspec.models import BootstrapMode
 from vmplane.errors import VmplaneError
 from vmplane.pipeline.plan import waves
@@ -310,7 +312,10 @@ def finish_job(job_id: str, phase: Phase, error: str | None) -> str:
         if phase is Phase.operation:
             op_status = OperationStatus.failed if error else OperationStatus.succeeded
             jobs.set_operation_status(s, job_id, op_status, error=error)
-        jobs.set_status(s, job_id, status, error)
+        row = jobs.set_status(s, job_id, status, error)
+        if error is None:  # the billed shape changed: one entry in the job's cost history
+            ledger = record_finish(row.config, row.steps or [], phase.value, row.created_at, datetime.now(UTC))
+            row.config = {**row.config, "costLedger": ledger}
 
     _write(_db_url(), finish)
     return status.value

@@ -130,7 +130,8 @@ class JobView(BaseModel):
         return self.teardown_steps if phase is Phase.teardown else self.steps
 
     def to_json(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", by_alias=True)
+        # The estimate of the spec as recorded (jobs.service writes it with the spec); null on older jobs.
+        return {**self.model_dump(mode="json", by_alias=True), "costEstimate": self.config.get("costEstimate")}
 
 
 class JobNotFoundError(NotFoundInStoreError):
