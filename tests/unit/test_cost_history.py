@@ -142,7 +142,8 @@ def test_cloud_nat_is_billed_per_vm_hour_so_it_follows_the_pools_schedule_and_st
     assert (nat["pool"], nat["follows"], nat["hourly"]) == ("web", "web", pytest.approx(2 * G.nat_hour))
     weekend = h.cost_so_far(h.append(None, e), T0 + timedelta(days=3)).amount  # 12 running hours, as above
     vm = 2 * (G.instance_hour["e2-small"] + G.nat_hour)
-    assert weekend == round(vm * 12 + 2 * 20 * G.disk_gb_month / 730 * 72 + 100 * G.nat_gb / 730 * 72, 2)
+    always = 2 * 20 * G.disk_gb_month / 730 + 100 * G.nat_gb / 730 + G.public_ip_hour  # disks, NAT data, its address
+    assert weekend == round(vm * 12 + always * 72, 2)
     stopped = h.entry(spec, ["web"], T0, "stop", "op-1")  # a scheduled pool: stopped until its next start
     assert [r["hourly"] for r in stopped["rates"] if r["kind"] == "nat"] == [pytest.approx(2 * G.nat_hour)]
     assert stopped["overrides"] == {"web": {"on": False, "until": "2026-01-09T07:00:00+00:00"}}

@@ -149,7 +149,7 @@ def _network_lines(
         Line("natData", None, "NAT data processed", nat_gb, h, prices.nat_gb, _money(prices.nat_gb * nat_gb),
              unit="GB")
     )  # fmt: skip
-    ips = 1  # the NAT gateway's Elastic IP (AWS)
+    ips = 1  # the NAT gateway's Elastic IP (AWS); Cloud NAT's first auto-allocated address (GCP)
     if spec.load_balancer is not None:
         if spec.provider.cloud is Cloud.gcp:
             out.assumptions["loadBalancer"] = "two global forwarding rules (HTTPS 443, HTTP 80 redirect)"
@@ -166,8 +166,9 @@ def _network_lines(
                      _money(prices.lb_capacity_unit_hour * lb_capacity_units * h))
             )  # fmt: skip
             ips += spec.network.zones  # an internet-facing ALB holds one public address per zone
-    if spec.provider.cloud is Cloud.aws:
-        out.lines.append(
-            Line("publicIp", None, "public IPv4 address", ips, h, prices.public_ip_hour,
-                 _money(prices.public_ip_hour * ips * h))
-        )  # fmt: skip
+    if spec.provider.cloud is Cloud.gcp:
+        out.assumptions["natAddresses"] = "Cloud NAT allocates addresses as ports run out: one is assumed"
+    out.lines.append(
+        Line("publicIp", None, "public IPv4 address", ips, h, prices.public_ip_hour,
+             _money(prices.public_ip_hour * ips * h))
+    )  # fmt: skip

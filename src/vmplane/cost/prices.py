@@ -89,9 +89,9 @@ GCP_US_CENTRAL1 = PriceTable(
     lb_capacity_unit_hour=0.0,
     nat_hour=0.0014,
     nat_gb=0.045,
-    public_ip_hour=0.0,
+    public_ip_hour=0.005,  # an external address used by a Cloud NAT gateway (cloud.google.com/nat/pricing)
     notes=[
-        "Cloud NAT is billed per VM-hour (0.0014 USD up to 32 VMs), not per gateway",
+        "Cloud NAT is billed per VM-hour (0.0014 USD up to 32 VMs), not per gateway, plus its addresses",
         "the load balancer's address is not billed while a forwarding rule uses it; its data is (not counted)",
     ],
 )
