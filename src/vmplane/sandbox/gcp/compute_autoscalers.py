@@ -20,7 +20,8 @@ MIN_DURATION_SEC = 300
 
 
 def _refs(r: Resource, ref: Resolve) -> None:
-    r["target"] = ref("resource.target", r.get("target"), ("instanceGroupManagers",))
+    if "target" in r:  # a patch may leave it out: then it stays as stored
+        r["target"] = ref("resource.target", r["target"], ("instanceGroupManagers",))
 
 
 def _check_schedules(policy: Resource) -> None:
