@@ -81,13 +81,14 @@ def scaling_schedule(pool: AsgPool, schedule: Schedule) -> Any:
     )
 
 
-def problems(spec: EnvSpec) -> list[str]:
-    """What Google cannot run, each naming the field (stepValidate, before anything is created)."""
+def problems(spec: EnvSpec, *, cpu_signal: bool = False) -> list[str]:
+    """What Google cannot run, each naming the field (stepValidate, before anything is created).
+    `cpu_signal`: every autoscaler follows CPU anyway (the generated stack's do)."""
     out = []
     for name, pool in spec.pools.items():
         if not isinstance(pool, AsgPool) or pool.schedule is None:
             continue
-        if pool.target_cpu_percent is None:
+        if pool.target_cpu_percent is None and not cpu_signal:
             out.append(
                 f"pools.{name}.schedule: on Google Cloud an auto-scaled pool's schedule is a scaling schedule of "
                 f"its autoscaler, which Google runs only beside another autoscaling signal: set "
