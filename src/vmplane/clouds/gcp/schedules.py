@@ -56,6 +56,19 @@ def job_policies(gcp: GcpClients, ctx: Context) -> dict[str, Any]:
 def ensure_schedules(gcp: GcpClients, ctx: Context) -> None:
     spec, infra, ids = ctx.spec, ctx.infra, gcp_ids(ctx.infra)
     want = schedule_policy.wanted_policies(spec, infra)
+    if want or ids.SchedulePolicies:  # the record is a superset of what may exist: nothing to do else
+        _converge_policies(gcp, ctx, want)
+    for pool_name, pool in spec.pools.items():
+        if isinstance(pool, AsgPool) and pool.schedule is not None:
+            mig.sync_autoscaler(gcp, ctx, pool_name, pool)  # the VM step keeps it too; this is the contract
+    if want:
+        ctx.log(f"instance schedules: {', '.join(f'{p} -> {n}' for p, n in sorted(want.items()))}")
+    if gcp.target.sandbox and any(p.schedule is not None for p in spec.pools.values()):
+        ctx.log("sandbox: the schedules are stored and checked, but the sandbox never fires them")
+
+
+def _converge_policies(gcp: GcpClients, ctx: Context, want: dict[str, str]) -> None:
+    infra, ids = ctx.infra, gcp_ids(ctx.infra)
     ids.SchedulePolicies = {**ids.SchedulePolicies, **want}
     ctx.save()  # intent: the names are on record before they exist
     have = job_policies(gcp, ctx)
@@ -72,13 +85,6 @@ def ensure_schedules(gcp: GcpClients, ctx: Context) -> None:
         _delete_policy(gcp, name, timeout=POLICY_DELETE_TIMEOUT)
     ids.SchedulePolicies = want
     ctx.save()
-    for pool_name, pool in spec.pools.items():
-        if isinstance(pool, AsgPool) and pool.target_cpu_percent is not None:
-            mig.sync_autoscaler(gcp, ctx, pool_name, pool)  # its scaling schedule (and stop/start mode)
-    if want:
-        ctx.log(f"instance schedules: {', '.join(f'{p} -> {n}' for p, n in sorted(want.items()))}")
-    if gcp.target.sandbox and any(p.schedule is not None for p in spec.pools.values()):
-        ctx.log("sandbox: the schedules are stored and checked, but the sandbox never fires them")
 
 
 def delete_schedules(gcp: GcpClients, ctx: Context) -> None:
