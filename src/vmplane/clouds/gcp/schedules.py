@@ -127,39 +127,36 @@ def _create_policy(gcp: GcpClients, ctx: Context, pool_name: str, name: str) -> 
 def _follow(gcp: GcpClients, zone: str, inst: Any, target: str | None, ours: set[str]) -> None:
     """The instance follows `target` (or none of our policies): stale ones detached first, since a VM
     follows at most one instance schedule. Others' policies on it are left alone."""
-    from google.cloud import compute_v1 as c
-
     attached = [u for u in inst.resource_policies if last_segment(u) in ours]
     stale = [u for u in attached if last_segment(u) != target]
-    client = gcp.compute("Instances")
     if stale:
-        body = c.InstancesRemoveResourcePoliciesRequest(resource_policies=stale)
-        run(
-            gcp,
-            "compute.instances.removeResourcePolicies",
-            lambda: client.remove_resource_policies_unary(
-                project=gcp.project,
-                zone=zone,
-                instance=inst.name,
-                instances_remove_resource_policies_request_resource=body,
-                timeout=CALL_TIMEOUT,
-            ),
-            what=f"detach {', '.join(last_segment(u) for u in stale)} from {inst.name}",
-        )
+        _policies(gcp, zone, inst.name, "remove", stale)
     if target is not None and all(last_segment(u) != target for u in attached):
-        add = c.InstancesAddResourcePoliciesRequest(resource_policies=[policy_url(gcp, target)])
-        run(
-            gcp,
-            "compute.instances.addResourcePolicies",
-            lambda: client.add_resource_policies_unary(
-                project=gcp.project,
-                zone=zone,
-                instance=inst.name,
-                instances_add_resource_policies_request_resource=add,
-                timeout=CALL_TIMEOUT,
-            ),
-            what=f"attach {target} to {inst.name}",
-        )
+        _policies(gcp, zone, inst.name, "add", [policy_url(gcp, target)])
+
+
+def _policies(gcp: GcpClients, zone: str, instance: str, verb: str, urls: list[str]) -> None:
+    """instances.addResourcePolicies / removeResourcePolicies (`verb` "add" | "remove")."""
+    from google.cloud import compute_v1 as c
+
+    client = gcp.compute("Instances")
+    if verb == "add":
+        send, body = client.add_resource_policies_unary, c.InstancesAddResourcePoliciesRequest(resource_policies=urls)
+    else:
+        send = client.remove_resource_policies_unary
+        body = c.InstancesRemoveResourcePoliciesRequest(resource_policies=urls)
+    run(
+        gcp,
+        f"compute.instances.{verb}ResourcePolicies",
+        lambda: send(
+            project=gcp.project,
+            zone=zone,
+            instance=instance,
+            **{f"instances_{verb}_resource_policies_request_resource": body},
+            timeout=CALL_TIMEOUT,
+        ),
+        what=f"{verb} {', '.join(last_segment(u) for u in urls)} on {instance}",
+    )
 
 
 def _delete_policy(gcp: GcpClients, name: str, timeout: float = TEARDOWN_TIMEOUT) -> None:
