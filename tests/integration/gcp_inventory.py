@@ -32,6 +32,7 @@ REGIONAL = {
     "region_templates": "RegionInstanceTemplates",
     "migs": "RegionInstanceGroupManagers",
     "autoscalers": "RegionAutoscalers",
+    "resource_policies": "ResourcePolicies",
 }
 ZONAL = {"instances": "Instances", "instance_groups": "InstanceGroups"}
 

@@ -55,7 +55,11 @@ def test_service_accounts_and_policy(gcp: Gcp) -> None:
     assert [a["email"] for a in iam.list(name=f"projects/{p}").execute()["accounts"]] == [email]
 
     policy = crm.getIamPolicy(resource=p, body={}).execute()
-    assert all(not m.startswith("serviceAccount:") for b in policy["bindings"] for m in b["members"])
+    # Only Google's Compute Engine Service Agent, as a fresh project has it; none of the project's accounts.
+    accounts = [m for b in policy["bindings"] for m in b["members"] if m.startswith("serviceAccount:")]
+    assert accounts == [
+        f"serviceAccount:service-{crm.get(projectId=p).execute()['projectNumber']}@compute-system.iam.gserviceaccount.com"
+    ]
     ghost = {"role": "roles/logging.logWriter", "members": [f"serviceAccount:ghost-1@{p}.iam.gserviceaccount.com"]}
     with pytest.raises(HttpError) as info:
         crm.setIamPolicy(resource=p, body={"policy": {**policy, "bindings": [*policy["bindings"], ghost]}}).execute()

@@ -6,12 +6,12 @@ from __future__ import annotations
 from vmplane.clouds.base import Context
 from vmplane.clouds.deletes import TEARDOWN_TIMEOUT
 from vmplane.clouds.errors import InvalidRequestError
-from vmplane.clouds.gcp import mig, naming, ownership
+from vmplane.clouds.gcp import mig, power
 from vmplane.clouds.gcp.ids import gcp_ids
 from vmplane.clouds.gcp.instances import (
     delete_instance,
     ensure_fixed_pool,
-    list_instances,
+    owned_instances,
     region_zones,
     wait_running,
 )
@@ -31,8 +31,10 @@ def ensure_vms(gcp: GcpClients, ctx: Context) -> None:
     for pool_name, pool in ctx.spec.pools.items():
         if isinstance(pool, FixedPool):
             ensure_fixed_pool(gcp, ctx, pool_name, pool)
+            if pool_name in ctx.infra.StoppedPools:
+                power.keep_stopped(gcp, ctx, pool_name)  # a VM added to a stopped pool is stopped too
         else:
-            mig.ensure_mig_pool(gcp, ctx, pool_name, pool)
+            mig.ensure_mig_pool(gcp, ctx, pool_name, pool)  # a stopped pool's group stays at size 0
     wait_running(gcp, ctx)
     wait_bootstrapped(gcp, ctx)
 
@@ -43,13 +45,8 @@ def ensure_vms(gcp: GcpClients, ctx: Context) -> None:
 def job_instances(gcp: GcpClients, ctx: Context) -> list[tuple[str, str]]:
     """(zone, name) of every instance in the project named with the env's prefix carrying this job's id:
     recorded or not (a crash may leave an unrecorded one), MIG members included."""
-    prefix = naming.prefix(ctx.spec)
     zones = sorted(set(ctx.infra.Zones) | set(region_zones(gcp)))
-    return sorted(
-        (zone, inst.name)
-        for zone, inst in list_instances(gcp, zones)
-        if inst.name.startswith(prefix) and ownership.owned_by(inst, ctx.tagger)
-    )
+    return sorted((zone, inst.name) for zone, inst in owned_instances(gcp, ctx, zones))
 
 
 def delete_vms(gcp: GcpClients, ctx: Context) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from vmplane.clouds.base import Context
 from vmplane.clouds.errors import ConflictError
-from vmplane.clouds.gcp import identity, naming, ownership
+from vmplane.clouds.gcp import identity, naming, ownership, schedule_policy
 from vmplane.clouds.gcp.operations import find
 from vmplane.clouds.gcp.session import CALL_TIMEOUT, GcpClients
 from vmplane.envspec.models import AsgPool, FixedPool
@@ -82,6 +82,16 @@ def planned_names(ctx: Context, project: str) -> list[Check]:
                             {"zone": zone, "instance": naming.instance(spec, pool_name, i)},
                         )
                     )
+            if pool.schedule is not None:
+                policy = schedule_policy.policy_name(spec, pool_name, pool.schedule)
+                out.append(
+                    (
+                        "instance schedule",
+                        "ResourcePolicies",
+                        "compute.resourcePolicies.get",
+                        {"region": region, "resource_policy": policy},
+                    )
+                )
     lb = spec.load_balancer
     if lb is not None:
         out += [

@@ -15,7 +15,7 @@ from vmplane.clouds.base import (
     SessionHint,
     TagRules,
 )
-from vmplane.clouds.errors import CloudError
+from vmplane.clouds.errors import CloudError, InvalidRequestError
 from vmplane.clouds.gcp import (
     compute,
     firewall,
@@ -25,9 +25,12 @@ from vmplane.clouds.gcp import (
     lb,
     lb_teardown,
     network,
+    power,
     preflight,
     retag,
     rotation,
+    schedule_policy,
+    schedules,
     templates,
 )
 from vmplane.clouds.gcp import exec as gcp_exec
@@ -53,6 +56,7 @@ class GcpDriver(CloudDriver):
         exec_payload_bytes=gcp_exec.MAX_SCRIPT_BYTES,
         user_data_bytes=USER_DATA_BYTES,
         tags=TagRules(style="key_value", key_pattern=GCP_LABEL_KEY, max_key=63, max_value=63),
+        schedules=True,  # instance schedule policies (Fixed), autoscaler scaling schedules (MIGs)
     )
 
     def __init__(self, target: GcpTarget) -> None:
@@ -60,7 +64,7 @@ class GcpDriver(CloudDriver):
         self.gcp = GcpClients(target)
 
     def validate(self, spec: EnvSpec) -> list[str]:
-        out = super().validate(spec)
+        out = super().validate(spec) + schedule_policy.problems(spec)
         for name, pool in spec.pools.items():
             try:
                 project = images.image_ref(pool.image)[0]
@@ -106,7 +110,21 @@ class GcpDriver(CloudDriver):
         lb_teardown.detach(self.gcp, ctx, keep_vms=keep_vms)
 
     def rotate_pool(self, ctx: Context, pool_name: str) -> list[str]:
+        if pool_name in ctx.infra.StoppedPools:
+            raise InvalidRequestError(f"pool {pool_name} is stopped: `vmplane start` it before rotating its VMs")
         return rotation.rotate_pool(self.gcp, ctx, pool_name)
+
+    def ensure_schedules(self, ctx: Context) -> None:
+        schedules.ensure_schedules(self.gcp, ctx)
+
+    def delete_schedules(self, ctx: Context) -> None:
+        schedules.delete_schedules(self.gcp, ctx)
+
+    def stop_pool(self, ctx: Context, pool_name: str) -> None:
+        power.stop_pool(self.gcp, ctx, pool_name)
+
+    def start_pool(self, ctx: Context, pool_name: str) -> None:
+        power.start_pool(self.gcp, ctx, pool_name)
 
     def update_tags(self, ctx: Context) -> None:
         retag.retag(self.gcp, ctx)

@@ -43,6 +43,7 @@ class GcpInfra(CloudInfra):
     # Fixed pools behind a load balancer: zone -> unmanaged instance group name
     InstanceGroups: dict[str, str] = Field(default_factory=dict)
     Autoscalers: dict[str, str] = Field(default_factory=dict)  # pool -> regional autoscaler name
+    SchedulePolicies: dict[str, str] = Field(default_factory=dict)  # Fixed pool -> its instance schedule policy
     # Load balancer chain
     HealthCheck: str | None = None
     BackendService: str | None = None

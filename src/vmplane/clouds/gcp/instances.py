@@ -149,9 +149,30 @@ def ensure_fixed_pool(gcp: GcpClients, ctx: Context, pool_name: str, pool: Fixed
             raise ConflictError(f"instance {name} exists and belongs to {ownership.owner_of(live, ctx.tagger)}")
         if live is not None:
             record_instance(ctx, rec, live)
+            note_power_state(rec, live)
         ctx.save()
     _shrink(gcp, ctx, pool_name, pool.size)
     ctx.log(f"pool {pool_name}: {pool.size} VMs over {', '.join(zones[: pool.size])}")
+
+
+def note_power_state(rec: VMRecord, inst: Any) -> None:
+    """A VM found stopped (TERMINATED is GCP's stopped state: by `vmplane stop`, the pool's schedule or by
+    hand) is recorded `stopped`: not recreated, not waited for. One found running again after being
+    recorded stopped goes back through the readiness check."""
+    if inst.status in GONE:
+        rec.State = VMState.stopped
+    elif rec.State is VMState.stopped:
+        rec.State = VMState.bootstrap if inst.status == "RUNNING" else VMState.pending
+
+
+def owned_instances(gcp: GcpClients, ctx: Context, zones: list[str]) -> list[tuple[str, Any]]:
+    """(zone, instance) of every instance in `zones` named with the env's prefix and carrying this job's id."""
+    prefix = naming.prefix(ctx.spec)
+    return [
+        (zone, inst)
+        for zone, inst in list_instances(gcp, zones)
+        if inst.name.startswith(prefix) and ownership.owned_by(inst, ctx.tagger)
+    ]
 
 
 def _shrink(gcp: GcpClients, ctx: Context, pool_name: str, size: int) -> None:

@@ -26,6 +26,7 @@ KINDS: list[tuple[str, str, str, str]] = [
     ("instance-group", "InstanceGroups", "instanceGroups", "zone"),
     ("region-instance-group-manager", "RegionInstanceGroupManagers", "regionInstanceGroupManagers", "region"),
     ("region-autoscaler", "RegionAutoscalers", "regionAutoscalers", "region"),
+    ("resource-policy", "ResourcePolicies", "resourcePolicies", "region"),
     ("region-instance-template", "RegionInstanceTemplates", "regionInstanceTemplates", "region"),
     ("instance-template", "InstanceTemplates", "instanceTemplates", "global"),
     ("global-forwarding-rule", "GlobalForwardingRules", "globalForwardingRules", "global"),

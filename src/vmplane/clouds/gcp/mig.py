@@ -13,7 +13,7 @@ from typing import Any
 
 from vmplane.clouds.base import Context
 from vmplane.clouds.errors import ConflictError, NotFoundError
-from vmplane.clouds.gcp import naming, ownership
+from vmplane.clouds.gcp import naming, ownership, schedule_policy
 from vmplane.clouds.gcp.ids import gcp_ids
 from vmplane.clouds.gcp.instances import RUNNING_TIMEOUT, template_url, template_version
 from vmplane.clouds.gcp.operations import create, find, last_segment, remove, run
@@ -75,7 +75,7 @@ def ensure_mig_pool(gcp: GcpClients, ctx: Context, pool_name: str, pool: AsgPool
             base_instance_name=naming.mig_base_instance_name(spec, pool_name),
             instance_template=template,
             versions=[c.InstanceGroupManagerVersion(instance_template=template)],
-            target_size=pool.desired,
+            target_size=target_size(ctx, pool_name, pool),
             distribution_policy=c.DistributionPolicy(
                 zones=[
                     c.DistributionPolicyZoneConfiguration(zone=f"projects/{gcp.project}/zones/{z}") for z in infra.Zones
@@ -100,9 +100,9 @@ def ensure_mig_pool(gcp: GcpClients, ctx: Context, pool_name: str, pool: AsgPool
         raise ConflictError(
             f"instance group manager {name} exists and belongs to {ownership.owner_of(group, ctx.tagger)}"
         )
-    elif int(group.target_size) != pool.desired:
-        resize(gcp, name, pool.desired)
-        ctx.log(f"pool {pool_name}: {name} resized to {pool.desired}")
+    elif int(group.target_size) != target_size(ctx, pool_name, pool):
+        resize(gcp, name, target_size(ctx, pool_name, pool))
+        ctx.log(f"pool {pool_name}: {name} resized to {target_size(ctx, pool_name, pool)}")
     if group is None:
         raise NotFoundError(f"managed instance group {name} not found after its insert", operation="get")
     _ensure_autoscaler(gcp, ctx, pool_name, pool, str(group.self_link))
@@ -111,6 +111,11 @@ def ensure_mig_pool(gcp: GcpClients, ctx: Context, pool_name: str, pool: AsgPool
     managed = wait_stable(gcp, name, timeout=RUNNING_TIMEOUT)
     sync_records(ctx, pool_name, managed)
     ctx.log(f"pool {pool_name}: managed instance group {name} with {len(managed)} VMs")
+
+
+def target_size(ctx: Context, pool_name: str, pool: AsgPool) -> int:
+    """`desired`, or 0 for a pool `vmplane stop` stopped (an apply keeps it stopped)."""
+    return 0 if pool_name in ctx.infra.StoppedPools else pool.desired
 
 
 def resize(gcp: GcpClients, name: str, size: int) -> None:
@@ -126,20 +131,43 @@ def resize(gcp: GcpClients, name: str, size: int) -> None:
 
 
 def autoscaler_resource(ctx: Context, pool_name: str, pool: AsgPool, target: str) -> Any:
+    """The autoscaler the pool needs: min/max and the CPU target; with a schedule, min 0 and the scaling
+    schedule that holds the pool's min during its hours (schedule_policy.py); mode OFF while the pool is
+    stopped, so neither CPU nor the schedule scales it out until `vmplane start`."""
     from google.cloud import compute_v1 as c
 
     cpu = (pool.target_cpu_percent or 0) / 100
+    schedules = {}
+    if pool.schedule is not None:
+        schedules[schedule_policy.SCALING_SCHEDULE] = schedule_policy.scaling_schedule(pool, pool.schedule)
     return c.Autoscaler(
         name=naming.autoscaler(ctx.spec, pool_name),
         description=ownership.description(ctx.tagger, "autoscaler"),
         target=target,
         autoscaling_policy=c.AutoscalingPolicy(
-            min_num_replicas=pool.min,
+            min_num_replicas=0 if pool.schedule is not None else pool.min,
             max_num_replicas=pool.max,
             cpu_utilization=c.AutoscalingPolicyCpuUtilization(utilization_target=cpu),
-            mode="ON",
+            mode="OFF" if pool_name in ctx.infra.StoppedPools else "ON",
             cool_down_period_sec=COOL_DOWN_SECONDS,
+            scaling_schedules=schedules,
         ),
+    )
+
+
+def policy_shape(policy: Any) -> tuple[Any, ...]:
+    """What vmplane sets on an autoscaling policy, comparable between the cloud's copy and the wanted one."""
+    schedules = {
+        key: (s.schedule, s.duration_sec, s.min_required_replicas, s.time_zone or "UTC", bool(s.disabled))
+        for key, s in dict(policy.scaling_schedules).items()
+    }
+    mode = str(getattr(policy.mode, "name", policy.mode) or "ON")
+    return (
+        policy.min_num_replicas,
+        policy.max_num_replicas,
+        round(policy.cpu_utilization.utilization_target, 4),
+        mode,
+        sorted(schedules.items()),
     )
 
 
@@ -177,23 +205,39 @@ def _ensure_autoscaler(gcp: GcpClients, ctx: Context, pool_name: str, pool: AsgP
     if not ownership.owned_by(found, ctx.tagger):
         raise ConflictError(f"autoscaler {name} exists and belongs to {ownership.owner_of(found, ctx.tagger)}")
     have = found.autoscaling_policy
-    if (have.min_num_replicas, have.max_num_replicas, round(have.cpu_utilization.utilization_target, 4)) != (
-        pool.min,
-        pool.max,
-        round(want.autoscaling_policy.cpu_utilization.utilization_target, 4),
-    ):
-        create(
-            gcp,
-            "compute.regionAutoscalers.patch",
-            lambda rid: client.patch_unary(
-                request=c.PatchRegionAutoscalerRequest(
-                    project=gcp.project, region=gcp.region, autoscaler=name, autoscaler_resource=want, request_id=rid
-                ),
-                timeout=CALL_TIMEOUT,
+    if policy_shape(have) == policy_shape(want.autoscaling_policy):
+        return
+    # PATCH is a JSON merge patch, so a schedule left out of it stays: dropping one takes PUT (update).
+    dropped = set(dict(have.scaling_schedules)) - set(dict(want.autoscaling_policy.scaling_schedules))
+    verb, send, request = (
+        ("update", client.update_unary, c.UpdateRegionAutoscalerRequest)
+        if dropped
+        else ("patch", client.patch_unary, c.PatchRegionAutoscalerRequest)
+    )
+    create(
+        gcp,
+        f"compute.regionAutoscalers.{verb}",
+        lambda rid: send(
+            request=request(
+                project=gcp.project, region=gcp.region, autoscaler=name, autoscaler_resource=want, request_id=rid
             ),
-            what=f"autoscaler {name} update",
-        )
-        ctx.log(f"pool {pool_name}: autoscaler now min {pool.min} / max {pool.max}")
+            timeout=CALL_TIMEOUT,
+        ),
+        what=f"autoscaler {name} {verb}",
+    )
+    policy = want.autoscaling_policy
+    ctx.log(
+        f"pool {pool_name}: autoscaler now min {policy.min_num_replicas} / max {policy.max_num_replicas}, "
+        f"mode {policy.mode}, {len(policy.scaling_schedules)} scaling schedules"
+    )
+
+
+def sync_autoscaler(gcp: GcpClients, ctx: Context, pool_name: str, pool: AsgPool) -> None:
+    """The pool's autoscaler brought to what the spec and StoppedPools ask (schedules, stop/start)."""
+    group = get_mig(gcp, naming.mig(ctx.spec, pool_name))
+    if group is None:
+        raise NotFoundError(f"managed instance group of pool {pool_name} not found: run the VM step", operation="get")
+    _ensure_autoscaler(gcp, ctx, pool_name, pool, str(group.self_link))
 
 
 def managed_instances(gcp: GcpClients, name: str) -> list[Any]:

@@ -89,6 +89,12 @@ def autoscaler(spec: EnvSpec, pool: str) -> str:
     return _name(spec.name, pool, "as")
 
 
+def schedule_policy(spec: EnvSpec, pool: str, digest: str) -> str:
+    """A Fixed pool's instance schedule. Google cannot change a policy that VMs follow, so a new schedule is
+    a new policy: the schedule's digest is part of the name."""
+    return _name(spec.name, pool, "sched", digest)
+
+
 def instance_group(spec: EnvSpec, zone: str) -> str:
     """Fixed pools reach a backend service through one unmanaged instance group per zone."""
     return _name(spec.name, "ig", zone.rsplit("-", 1)[-1])

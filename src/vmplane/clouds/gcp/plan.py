@@ -7,7 +7,7 @@ provider's Terraform types, so the direct pipeline and the generated stack compa
 from __future__ import annotations
 
 from vmplane.clouds.base import Action, PlannedResource
-from vmplane.clouds.gcp import identity, lb_firewall, naming
+from vmplane.clouds.gcp import identity, lb_firewall, naming, schedule_policy
 from vmplane.clouds.gcp.firewall import IAP_RANGE
 from vmplane.clouds.gcp.ids import gcp_ids
 from vmplane.clouds.gcp.network import subnet_cidr
@@ -66,6 +66,15 @@ def provision_resources(spec: EnvSpec, infra: InfraConfig, project: str) -> list
         if isinstance(pool, FixedPool):
             for i in range(pool.size):
                 plus("google_compute_instance", naming.instance(spec, pool_name, i), step, zs[i % len(zs)])
+            if pool.schedule is not None:
+                sched = pool.schedule
+                plus(
+                    "google_compute_resource_policy",
+                    schedule_policy.policy_name(spec, pool_name, sched),
+                    step,
+                    f"instance schedule: start '{sched.cron('start', 'unix')}', stop '{sched.cron('stop', 'unix')}' "
+                    f"({sched.timezone}) for the pool's {pool.size} VMs",
+                )
         elif isinstance(pool, AsgPool):
             plus(
                 "google_compute_region_instance_group_manager",
@@ -74,12 +83,14 @@ def provision_resources(spec: EnvSpec, infra: InfraConfig, project: str) -> list
                 f"regional, target size {pool.desired}",
             )
             cpu = f", CPU {pool.target_cpu_percent:g}%" if pool.target_cpu_percent else ""
-            plus(
-                "google_compute_region_autoscaler",
-                naming.autoscaler(spec, pool_name),
-                step,
-                f"min {pool.min} / max {pool.max}{cpu}",
-            )
+            sizes = f"min {pool.min} / max {pool.max}"
+            if pool.schedule is not None:
+                sched = pool.schedule
+                sizes = (
+                    f"min 0 / max {pool.max}, scaling schedule '{sched.cron('start', 'unix')}' ({sched.timezone}) "
+                    f"for {sched.hours_per_day():g} h at min {schedule_policy.required_replicas(pool)}"
+                )
+            plus("google_compute_region_autoscaler", naming.autoscaler(spec, pool_name), step, f"{sizes}{cpu}")
     if spec.load_balancer is not None:
         add.extend(lb_resources(spec, infra))
     return add
@@ -161,6 +172,8 @@ def teardown_resources(infra: InfraConfig) -> list[PlannedResource]:
             out.append(PlannedResource(Action.destroy, type_, name, step, detail))
 
     step = "stepTerminateVMs"
+    for pool, policy in sorted(ids.SchedulePolicies.items()):
+        minus("google_compute_resource_policy", policy, step, f"{pool}: instance schedule, detached first")
     for pool, autoscaler in sorted(ids.Autoscalers.items()):
         minus("google_compute_region_autoscaler", autoscaler, step, pool)
     for pool, mig in sorted(infra.ScalingGroupID.items()):

@@ -1,5 +1,6 @@
 """stepValidate's cloud half; creates nothing: the project answers, the region and its zones, each
-pool's image resolves, each machine type exists, and no name the job would create is someone else's."""
+pool's image resolves, each machine type exists, no name the job would create is someone else's, and
+Google's agent may start and stop VMs where a Fixed pool has a schedule."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from functools import partial
 
 from vmplane.clouds.base import Context
 from vmplane.clouds.errors import InvalidRequestError, NotFoundError
-from vmplane.clouds.gcp import conflicts
+from vmplane.clouds.gcp import conflicts, schedules
 from vmplane.clouds.gcp.ids import gcp_ids
 from vmplane.clouds.gcp.images import resolve_image
 from vmplane.clouds.gcp.network import pick_zones
@@ -19,7 +20,7 @@ def preflight(gcp: GcpClients, ctx: Context) -> None:
     ids = gcp_ids(infra)
     projects = gcp.crm.projects()
     try:
-        gcp.call("cloudresourcemanager.projects.get", lambda: projects.get(projectId=gcp.project).execute())
+        project = gcp.call("cloudresourcemanager.projects.get", lambda: projects.get(projectId=gcp.project).execute())
     except NotFoundError as e:
         raise InvalidRequestError(f"provider.project: project {gcp.project} not found or not visible") from e
     region = spec.provider.region
@@ -50,5 +51,6 @@ def preflight(gcp: GcpClients, ctx: Context) -> None:
         except NotFoundError as e:
             raise InvalidRequestError(f"pools.{pool_name}.instanceType: {mt} is not offered in {zone}") from e
     conflicts.check_names(gcp, ctx)  # before any step creates something under these names
+    schedules.check_service_agent(gcp, ctx, str(project.get("projectNumber", "")))
     ctx.save()
     ctx.log(f"project {gcp.project}, zones {', '.join(infra.Zones)}, images resolved")

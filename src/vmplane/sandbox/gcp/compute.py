@@ -263,22 +263,38 @@ def delete(call: Call, kind: Kind) -> Resource:
 _OUTPUT_ONLY = ("kind", "id", "selfLink", "creationTimestamp", "name", "zone", "region")
 
 
-def patch(call: Call, kind: Kind, replace: bool = False) -> Resource:
+def patch(call: Call, kind: Kind, replace: bool = False, merged: bool = False) -> Resource:
+    """PUT (`replace`), PATCH as a JSON merge patch (`merged`: what Google documents for autoscalers, so a
+    scaling schedule left out of the body stays), or PATCH replacing the top-level fields given."""
     resource = call.get()
     body = copy.deepcopy(require_body(call.body))
     if body.get("name", resource["name"]) != resource["name"]:
         raise invalid(f"Invalid value for field 'resource.name': '{body['name']}'. The name cannot change.")
     kind.refs(body, resolver(call))
     kept = {k: v for k, v in resource.items() if k in _OUTPUT_ONLY or k.startswith("_")}
-    if replace:
+    if replace or merged:
+        body = merge(resource, body) if merged else body
         resource.clear()
         resource.update(body)
-    else:  # PATCH: fields given replace the stored ones (Google's merge for these resources)
+    else:  # fields given replace the stored ones (Google's merge for these resources)
         resource.update(body)
     resource.update(kept)
     if kind.prepare:
         kind.prepare(call, resource)
     return call.operation(call.method.verb, resource)
+
+
+def merge(target: Any, change: Any) -> Any:
+    """RFC 7396 JSON merge patch: objects merge key by key, null deletes, anything else replaces."""
+    if not isinstance(change, dict):
+        return copy.deepcopy(change)
+    out = dict(target) if isinstance(target, dict) else {}
+    for key, value in change.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge(out.get(key), value)
+    return out
 
 
 def register(method_resource: str, kind: Kind, verbs: tuple[str, ...]) -> None:
@@ -289,10 +305,11 @@ def register(method_resource: str, kind: Kind, verbs: tuple[str, ...]) -> None:
         "list": list_,
         "delete": lambda c: delete(c, kind),
         "patch": lambda c: patch(c, kind),
+        "merge_patch": lambda c: patch(c, kind, merged=True),
         "update": lambda c: patch(c, kind, replace=True),
     }
-    for verb in verbs:
-        HANDLERS[prefix + verb] = table[verb]
+    for verb in verbs:  # "merge_patch" serves `patch` with merge semantics
+        HANDLERS[prefix + verb.replace("merge_patch", "patch")] = table[verb]
 
 
 def handler(method_id: str) -> Callable[[Handler], Handler]:

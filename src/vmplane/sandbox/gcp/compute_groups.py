@@ -1,10 +1,9 @@
 """Instance templates (global and regional), unmanaged zonal instance groups, regional managed instance
-groups (MIGs) and their autoscalers.
+groups (MIGs); their autoscalers are in compute_autoscalers.py.
 
 A MIG makes `targetSize` instances named `<baseInstanceName>-<4 random [a-z0-9]>`, round-robin over its
 distributionPolicy zones, from its template's properties. A PROACTIVE update replaces every instance at
-once (Google honours maxSurge/maxUnavailable one by one; the end state is the same). Autoscalers are
-stored and validated but never scale: no VM reports CPU.
+once (Google honours maxSurge/maxUnavailable one by one; the end state is the same).
 """
 
 from __future__ import annotations
@@ -361,33 +360,3 @@ def _managed(call: Call) -> Resource:
         for r in members(call, mig)
     ]
     return {"managedInstances": items}
-
-
-# Autoscalers: stored, never scale (no guest reports CPU); recommendedSize is the group's targetSize.
-def _autoscaler_refs(r: Resource, ref: Resolve) -> None:
-    r["target"] = ref("resource.target", r.get("target"), ("instanceGroupManagers",))
-
-
-def _autoscaler_prepare(call: Call, r: Resource) -> None:
-    if not r.get("target"):
-        raise invalid("Invalid value for field 'resource.target': ''. The target is required.")
-    policy = r.setdefault("autoscalingPolicy", {})
-    low, high = policy.get("minNumReplicas", 1), policy.get("maxNumReplicas")
-    if high is None or not 0 <= int(low) <= int(high):
-        raise invalid("Invalid value for field 'resource.autoscalingPolicy.maxNumReplicas': must be >= minNumReplicas.")
-    target = policy.get("cpuUtilization", {}).get("utilizationTarget")
-    if target is not None and not 0 < float(target) <= 1:
-        raise invalid(
-            f"Invalid value for field 'resource.autoscalingPolicy.cpuUtilization.utilizationTarget': '{target}'."
-        )
-    policy.setdefault("mode", "ON")
-    policy.setdefault("coolDownPeriodSec", 60)
-    mig = call.project.compute[key_of({"selfLink": r["target"]})]
-    r.update(status="ACTIVE", recommendedSize=int(mig["targetSize"]))
-
-
-register(
-    "regionAutoscalers",
-    Kind("autoscalers", "Autoscaler", "autoscaler", _autoscaler_refs, _autoscaler_prepare),
-    ("insert", "get", "list", "delete", "patch", "update"),
-)

@@ -15,6 +15,7 @@ import secrets
 from vmplane.sandbox.gcp.compute import Call, handler
 from vmplane.sandbox.gcp.errors import ApiError, invalid
 from vmplane.sandbox.gcp.schema import require_body
+from vmplane.sandbox.gcp.seed import compute_agent
 from vmplane.sandbox.gcp.store import Project, Resource, State
 
 ACCOUNT_ID = re.compile(r"[a-z](?:[-a-z0-9]{4,28}[a-z0-9])")
@@ -144,6 +145,7 @@ def _set_policy(call: Call) -> Resource:
             "ABORTED",
         )
     accounts = {e for p in call.state.projects.values() for e in p.service_accounts}
+    accounts |= {compute_agent(p.number) for p in call.state.projects.values()}  # Google's own agents
     for i, binding in enumerate(policy.get("bindings", [])):
         if not str(binding.get("role", "")).startswith(("roles/", "projects/", "organizations/")):
             raise invalid(f"Role {binding.get('role')} is not supported for this resource.")

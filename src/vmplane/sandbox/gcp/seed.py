@@ -1,6 +1,7 @@
 """What a sandbox project holds from the start, like a real project that owns a domain: a public Cloud
 DNS zone `sandbox-vmplane-test` for `sandbox.vmplane.test.` (the AWS sandbox seeds the same domain in
-Route53), and an IAM policy with one human owner and no service accounts."""
+Route53), and an IAM policy with one human owner and the Compute Engine Service Agent in its default role
+(Google binds it when the Compute Engine API is enabled; it is Google's account, not the project's)."""
 
 from __future__ import annotations
 
@@ -34,7 +35,19 @@ def seed_project(state: State, project: Project) -> None:
         (SANDBOX_DOMAIN, "SOA"): _rrset(SANDBOX_DOMAIN, "SOA", 21600, [soa]),
     }
     project.dns_changes[SANDBOX_ZONE] = {}
-    project.policy = {"version": 1, "etag": "BwYAAAAAAAA=", "bindings": [{"role": "roles/owner", "members": [OWNER]}]}
+    project.policy = {
+        "version": 1,
+        "etag": "BwYAAAAAAAA=",
+        "bindings": [
+            {"role": "roles/compute.serviceAgent", "members": [f"serviceAccount:{compute_agent(project.number)}"]},
+            {"role": "roles/owner", "members": [OWNER]},
+        ],
+    }
+
+
+def compute_agent(project_number: str) -> str:
+    """The project's Compute Engine Service Agent (Google-managed: it exists without being created)."""
+    return f"service-{project_number}@compute-system.iam.gserviceaccount.com"
 
 
 def _rrset(name: str, kind: str, ttl: int, rrdatas: list[str]) -> dict[str, object]:

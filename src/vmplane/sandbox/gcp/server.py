@@ -16,11 +16,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from vmplane.sandbox.gcp import (  # noqa: F401 - importing a family registers its handlers
+    compute_autoscalers,
     compute_catalogue,
     compute_groups,
     compute_instances,
     compute_lb,
     compute_network,
+    compute_policies,
     compute_region_groups,
     control,
     dns,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from vmplane.clouds.gcp import schedule_policy
 from vmplane.envspec.models import EnvSpec
 from vmplane.tf.hcl import Expr, Value
 from vmplane.tf.inputs import InputNotes
@@ -57,6 +58,11 @@ def unsupported(spec: EnvSpec) -> str | None:
         return "network.existingVpcId (existingNetwork): the generated GCP stack creates its own network"
     if spec.state is not None and spec.state.region:
         return "state.region: a GCS bucket has its own location; the gcs backend takes none (leave it out)"
+    # The stack's autoscalers always follow CPU (Google's default 60 % without targetCpuPercent), so only
+    # the window's length can be refused.
+    problems = schedule_policy.problems(spec, cpu_signal=True)
+    if problems:
+        return problems[0]
     for name in sorted(spec.pools):
         if len(spec.name) + len(name) > NAME_ROOM:
             return (

@@ -8,6 +8,7 @@ Shielded VM, the environment's own service account.
 from __future__ import annotations
 
 from vmplane.envspec.models import EnvSpec
+from vmplane.tf.gcp import schedules
 from vmplane.tf.gcp.common import BASE, OWNER, E, description, labels
 from vmplane.tf.hcl import Block, Comment, Item, Value
 
@@ -60,14 +61,18 @@ def compute(spec: EnvSpec) -> list[Item]:
     _harden(tmpl)
     tmpl.block("lifecycle").attr("create_before_destroy", True)
     out.append(tmpl)
+    if schedules.fixed_scheduled(spec) or schedules.asg_scheduled(spec):
+        out.append(schedules.schedule_locals())
+    if schedules.fixed_scheduled(spec):
+        out += schedules.resource_policy()
     if fixed:
-        out += _fixed(lb)
+        out += _fixed(lb, schedules.fixed_scheduled(spec))
     if asg:
-        out += _groups(lb)
+        out += _groups(lb, schedules.asg_scheduled(spec))
     return out
 
 
-def _fixed(lb: bool) -> list[Item]:
+def _fixed(lb: bool, scheduled: bool) -> list[Item]:
     inst = Block("resource", ["google_compute_instance", "vm"])
     inst.attr("for_each", E("local.fixed_vms"))
     inst.attr("name", E("each.key"))
@@ -84,6 +89,8 @@ def _fixed(lb: bool) -> list[Item]:
     init.attr("size", E("local.vm.pools[each.value.pool].diskGb")).attr("type", "pd-balanced")
     init.attr("labels", labels("volume"))
     _harden(inst)
+    if scheduled:
+        inst.attr("resource_policies", E(schedules.instance_policies()))
     inst.comment("checkov:skip=CKV_GCP_38:disks use Google-managed encryption; CSEK would put raw keys in state")
     inst.comment(
         "A new instance template does not replace running VMs: replace them one at a time with\n"
@@ -122,7 +129,7 @@ def _fixed(lb: bool) -> list[Item]:
     return out
 
 
-def _groups(lb: bool) -> list[Item]:
+def _groups(lb: bool, scheduled: bool) -> list[Item]:
     mig = Block("resource", ["google_compute_region_instance_group_manager", "pool"])
     mig.attr("for_each", E("local.asg_pools"))
     mig.attr("name", E(f'"{BASE}-${{each.key}}"'))
@@ -155,8 +162,12 @@ def _groups(lb: bool) -> list[Item]:
     scaler.attr("region", E("local.identity.provider.region"))
     scaler.attr("target", E("google_compute_region_instance_group_manager.pool[each.key].id"))
     auto = scaler.block("autoscaling_policy")
-    auto.attr("min_replicas", E("each.value.min")).attr("max_replicas", E("each.value.max"))
+    # A scheduled pool may go to 0 outside its hours; its scaling schedule holds min during them.
+    low = "try(local.schedule_cron[each.key], null) == null ? each.value.min : 0" if scheduled else "each.value.min"
+    auto.attr("min_replicas", E(low)).attr("max_replicas", E("each.value.max"))
     auto.attr("cooldown_period", E("min(local.cloud.bootstrap.timeoutSeconds, 3600)"))
     # GCP's autoscaler always follows a signal; without targetCpuPercent it is GCP's own default, 60 %.
     auto.block("cpu_utilization").attr("target", E("try(each.value.targetCpuPercent, 60) / 100"))
+    if scheduled:
+        schedules.scaling_schedule(auto)
     return [mig, scaler]
