@@ -54,6 +54,8 @@ def test_gcp_user_data_installs_agent_unit_and_report() -> None:
     assert files[gcp_guest.AGENT_PATH]["content"] == gcp_guest.AGENT_SCRIPT
     assert files[gcp_guest.REPORT_PATH]["permissions"] == "0755"
     assert "ExecStart=/bin/bash /usr/local/lib/vmplane/mailbox.sh" in files[gcp_guest.UNIT_PATH]["content"]
+    # Every later boot (a start after a stop) reports ready again from the sentinel; `-`: never blocks the agent.
+    assert "ExecStartPre=-/bin/bash /usr/local/lib/vmplane/report-ready.sh" in files[gcp_guest.UNIT_PATH]["content"]
     # Mailbox before the bootstrap (a failed bootstrap stays inspectable), the ready report after it.
     assert doc["runcmd"] == [
         ["systemctl", "daemon-reload"],

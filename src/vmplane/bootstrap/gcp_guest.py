@@ -1,7 +1,7 @@
 """The guest side of vmplane on Google Cloud, added to a `gcp` spec's cloud-init user-data:
 
 - `report-ready.sh`: after the bootstrap wrote the sentinel, sets guest attribute `vmplane/bootstrap =
-  ready` through the metadata server (what the driver's readiness poll reads);
+  ready` through the metadata server (what the driver's readiness poll reads); again at every later boot;
 - `vmplane-mailbox`: a systemd unit running a small shell agent that long-polls instance metadata
   `vmplane-exec` (`wait_for_change`, with the last etag), runs the script it carries under `timeout`
   and answers guest attribute `vmplane-exec/<id>` = `{"exitCode", "stdout", "stderr"}`.
@@ -132,6 +132,10 @@ Wants=network-online.target
 After=network-online.target
 
 [Service]
+# Every boot after the first (a VM started again by `vmplane start` or its schedule) reports ready from
+# the sentinel the first boot wrote: the readiness check after a start must not depend on Google keeping
+# guest attributes across a stop. On the first boot there is no sentinel yet and this does nothing.
+ExecStartPre=-/bin/bash {REPORT_PATH}
 ExecStart=/bin/bash {AGENT_PATH}
 Restart=always
 RestartSec=5
