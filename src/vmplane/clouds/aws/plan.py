@@ -6,7 +6,7 @@ so the direct pipeline and the generated stack can be compared line for line.
 
 from __future__ import annotations
 
-from vmplane.clouds.aws import naming
+from vmplane.clouds.aws import naming, scheduler_role
 from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.base import Action, PlannedResource
 from vmplane.envspec.models import AsgPool, EnvSpec, FixedPool
@@ -45,6 +45,10 @@ def provision_resources(spec: EnvSpec, infra: InfraConfig) -> list[PlannedResour
     plus("aws_iam_role", role, step, f"exec channel {spec.exec_mode.value} only")
     plus("aws_iam_role_policy_attachment", f"{role}/AmazonSSMManagedInstanceCore", step)
     plus("aws_iam_instance_profile", role, step)
+    if scheduler_role.needed(spec):
+        sched_role = naming.scheduler_role_name(spec)
+        plus("aws_iam_role", sched_role, step, "EventBridge Scheduler: ec2:Start/StopInstances on this job's VMs only")
+        plus("aws_iam_role_policy", f"{sched_role}/{scheduler_role.POLICY_NAME}", step)
     step = "stepCreateLaunchTemplate"
     group = naming.vm_group_name(spec)
     plus("aws_security_group", group, step, "ingress from inside the VPC only; no port 22")
@@ -74,9 +78,41 @@ def provision_resources(spec: EnvSpec, infra: InfraConfig) -> list[PlannedResour
                 step,
                 f"min {pool.min} / desired {pool.desired} / max {pool.max}",
             )
+    add.extend(schedule_resources(spec))
     if spec.load_balancer is not None:
         add.extend(lb_resources(spec))
     return add
+
+
+def schedule_resources(spec: EnvSpec) -> list[PlannedResource]:
+    """The pools' schedules (stepCreateVMs makes them once the VMs exist)."""
+    step, out = "stepCreateVMs", []
+    fixed = {n: p for n, p in spec.pools.items() if isinstance(p, FixedPool) and p.schedule is not None}
+    if fixed:
+        group = naming.schedule_group_name(spec)
+        out.append(PlannedResource(Action.create, "aws_scheduler_schedule_group", group, step, "EventBridge Scheduler"))
+    for pool_name, pool in spec.pools.items():
+        sched = pool.schedule
+        if sched is None:
+            continue
+        for kind in ("start", "stop"):
+            if isinstance(pool, AsgPool):
+                sizes = f"{pool.min}/{pool.desired}/{pool.max}" if kind == "start" else "0/0/max kept"
+                name, detail = naming.scheduled_action_name(spec, pool_name, kind), f"{sched.cron(kind, 'unix')}"
+                out.append(
+                    PlannedResource(
+                        Action.create,
+                        "aws_autoscaling_schedule",
+                        name,
+                        step,
+                        f"{detail} {sched.timezone}: min/desired/max {sizes}",
+                    )
+                )
+            else:
+                name = naming.schedule_name(spec, pool_name, kind)
+                detail = f"{sched.cron(kind, 'eventbridge')} {sched.timezone}: {kind} the pool's instances"
+                out.append(PlannedResource(Action.create, "aws_scheduler_schedule", name, step, detail))
+    return out
 
 
 def lb_resources(spec: EnvSpec) -> list[PlannedResource]:
@@ -144,6 +180,13 @@ def teardown_resources(infra: InfraConfig) -> list[PlannedResource]:
     def minus(type_: str, name: str, step: str, detail: str = "") -> None:
         out.append(PlannedResource(Action.destroy, type_, name, step, detail))
 
+    for pool, actions in sorted(ids.ScheduledActions.items()):
+        for action in actions:
+            minus("aws_autoscaling_schedule", action, "stepTerminateVMs", pool)
+    for schedule in sorted(ids.Schedules):
+        minus("aws_scheduler_schedule", schedule, "stepTerminateVMs")
+    if ids.ScheduleGroupName:
+        minus("aws_scheduler_schedule_group", ids.ScheduleGroupName, "stepTerminateVMs")
     for vm in infra.VMs:
         if vm.ID:
             minus("aws_instance", vm.ID, "stepTerminateVMs", vm.Name)
@@ -156,6 +199,8 @@ def teardown_resources(infra: InfraConfig) -> list[PlannedResource]:
     if ids.RoleName:
         minus("aws_iam_instance_profile", ids.RoleName, "stepDeleteIAM")
         minus("aws_iam_role", ids.RoleName, "stepDeleteIAM")
+    if ids.SchedulerRoleName:
+        minus("aws_iam_role", ids.SchedulerRoleName, "stepDeleteIAM", "the scheduler's role")
     if infra.NetworkCreated:
         step = "stepDeleteNetwork"
         for nat in ids.NatGatewayIDs:
