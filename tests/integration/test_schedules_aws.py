@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from tests.helpers import Cli, Sandbox, write_env
+from tests.integration.sweep_inventory import inventory, remaining
 
 from vmplane.clouds.aws import naming
 from vmplane.clouds.aws.driver import AwsDriver
@@ -74,6 +75,12 @@ def instance_states(sb: Sandbox, job_id: str, name_prefix: str) -> dict[str, str
         if tags.get("Name", "").startswith(name_prefix) and inst["State"]["Name"] != "terminated":
             out[inst["InstanceId"]] = inst["State"]["Name"]
     return out
+
+
+def sweep_view(sb: Sandbox, job_id: str, spec: EnvSpec) -> dict[str, Any]:
+    """The crash sweep's normalised inventory of the environment (it must see the schedules too)."""
+    domain, lb = f"{NAME}.sandbox.vmplane.test", naming.lb_base_name(spec)
+    return inventory(sb, job_id=job_id, org=spec.org, name=spec.name, domain=domain, lb_name=lb)
 
 
 def actions(sb: Sandbox) -> dict[str, dict[str, Any]]:
@@ -144,6 +151,8 @@ def test_schedules_apply_update_stop_start_destroy(cli: Cli, sandbox: Sandbox, t
     held = {("aws_autoscaling_schedule", n) for n in acts} | {("aws_iam_role", ROLE)}
     held |= {("aws_scheduler_schedule", s["Name"]) for s in listed} | {("aws_scheduler_schedule_group", SCHEDULES)}
     assert planned == held
+    seen = sweep_view(sandbox, job_id, spec)
+    assert [len(seen[k]) for k in ("scheduled_actions", "schedule_groups", "schedules")] == [2, 1, 2]
 
     # Stop now: the Fixed pool's instances stopped, the group at 0 VMs, their schedules paused.
     done = run_operation(cli, job_id, "stop", "stepStopPools")
@@ -190,4 +199,4 @@ def test_schedules_apply_update_stop_start_destroy(cli: Cli, sandbox: Sandbox, t
     assert not [s for s in scheduler.list_schedules()["Schedules"] if s["GroupName"] == SCHEDULES]
     assert SCHEDULES not in {g["Name"] for g in scheduler.list_schedule_groups()["ScheduleGroups"]}
     assert ROLE not in {r["RoleName"] for r in iam.list_roles()["Roles"]}
-    assert naming.scheduler_role_name(spec) == ROLE
+    assert not remaining(sweep_view(sandbox, job_id, spec))

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from vmplane.clouds.aws import naming, scheduler_role
+from vmplane.clouds.aws import conflicts, naming, scheduler_role
 from vmplane.clouds.aws.asg import held_reason, size_update
 from vmplane.clouds.aws.driver import AwsDriver
 from vmplane.clouds.aws.eventbridge import instance_input, role_not_yet_assumable, schedule_request, target_arn
@@ -18,7 +18,7 @@ from vmplane.clouds.aws.instances import follow_power_state
 from vmplane.clouds.aws.schedules import action_differs, action_requests
 from vmplane.clouds.aws.session import AwsTarget
 from vmplane.clouds.base import Tagger
-from vmplane.clouds.errors import InvalidRequestError
+from vmplane.clouds.errors import ConflictError, InvalidRequestError
 from vmplane.envspec.models import AsgPool, EnvSpec
 from vmplane.state import VMRecord, VMState
 
@@ -145,6 +145,13 @@ def test_only_the_role_propagation_error_is_retried() -> None:
 # ---- on moto --------------------------------------------------------------------------------------
 
 
+def test_another_jobs_scheduler_role_is_refused_before_anything_is_made(aws, scheduled: EnvSpec) -> None:
+    name = naming.scheduler_role_name(scheduled)
+    aws.iam.create_role(RoleName=name, AssumeRolePolicyDocument="{}", Tags=[{"Key": "zop:jobId", "Value": "job-x"}])
+    with pytest.raises(ConflictError, match=f"IAM role {name} already exists and belongs to job job-x"):
+        conflicts.check_names(aws, make_ctx(scheduled))
+
+
 def _provision(driver: AwsDriver, spec: EnvSpec):
     ctx = make_ctx(spec)
     for step in (
@@ -178,6 +185,13 @@ def test_schedules_created_updated_paused_removed_and_torn_down(aws_iam, schedul
         "vmplane-acme-demo-fixed-batch-start",
         "vmplane-acme-demo-fixed-batch-stop",
     ]
+
+    # The schedule stops a VM (as EventBridge would): the next apply records it stopped, launches no
+    # replacement and does not wait for it.
+    aws.ec2.stop_instances(InstanceIds=web_ids[:1])
+    driver.ensure_vms(ctx)
+    assert ctx.infra.vm("demo-fixed-web-0").State is VMState.stopped  # type: ignore[union-attr]
+    assert sorted(v.ID for v in ctx.infra.VMs if v.Pool == "web") == web_ids
 
     # Stop: the Fixed VMs stopped and recorded so, the group at 0, the schedules paused.
     driver.stop_pool(ctx, "web")

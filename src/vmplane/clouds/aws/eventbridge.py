@@ -120,14 +120,19 @@ def _put(aws: AwsClients, request: dict[str, Any], *, create: bool) -> str:
 # ---- the group ------------------------------------------------------------------------------------
 
 
+def group_arn_tags(aws: AwsClients, name: str) -> tuple[str, list[dict[str, str]]]:
+    """(ARN, tags) of a schedule group; NotFoundError if there is none."""
+    arn = str(aws_call(aws.scheduler.get_schedule_group, Name=name)["Arn"])
+    return arn, list(aws_call(aws.scheduler.list_tags_for_resource, ResourceArn=arn).get("Tags", []))
+
+
 def _group(aws: AwsClients, ctx: Context, name: str) -> tuple[str, list[dict[str, str]]] | None:
     """(ARN, tags) of the group if it exists and is this job's; None if it does not exist; raises if
     it is another's."""
     try:
-        arn = str(aws_call(aws.scheduler.get_schedule_group, Name=name)["Arn"])
+        arn, tags = group_arn_tags(aws, name)
     except NotFoundError:
         return None
-    tags: list[dict[str, str]] = aws_call(aws.scheduler.list_tags_for_resource, ResourceArn=arn).get("Tags", [])
     if not owned_by(tags, ctx.tagger):
         owner = tag_owner(tags, ctx.tagger)
         raise ConflictError(f"schedule group {name} exists and belongs to {owner or 'something outside vmplane'}")
@@ -217,7 +222,7 @@ def ensure_pool(aws: AwsClients, ctx: Context, pool_name: str, schedule: Schedul
             ctx.save()
             how = "created" if current is None else "updated in place"
             ctx.log(f"schedule {name} {how}: {wanted['ScheduleExpression']} {schedule.timezone}, {wanted['State']}")
-        elif current is not None:
+        else:
             ids.Schedules = {**ids.Schedules, name: str(current["Arn"])}
         names.append(name)
     return names

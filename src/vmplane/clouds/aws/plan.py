@@ -7,6 +7,7 @@ so the direct pipeline and the generated stack can be compared line for line.
 from __future__ import annotations
 
 from vmplane.clouds.aws import naming, scheduler_role
+from vmplane.clouds.aws.eventbridge import KINDS
 from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.base import Action, PlannedResource
 from vmplane.envspec.models import AsgPool, EnvSpec, FixedPool
@@ -86,32 +87,26 @@ def provision_resources(spec: EnvSpec, infra: InfraConfig) -> list[PlannedResour
 
 def schedule_resources(spec: EnvSpec) -> list[PlannedResource]:
     """The pools' schedules (stepCreateVMs makes them once the VMs exist)."""
-    step, out = "stepCreateVMs", []
-    fixed = {n: p for n, p in spec.pools.items() if isinstance(p, FixedPool) and p.schedule is not None}
-    if fixed:
-        group = naming.schedule_group_name(spec)
-        out.append(PlannedResource(Action.create, "aws_scheduler_schedule_group", group, step, "EventBridge Scheduler"))
+    out: list[PlannedResource] = []
+
+    def plus(type_: str, name: str, detail: str) -> None:
+        out.append(PlannedResource(Action.create, type_, name, "stepCreateVMs", detail))
+
+    if scheduler_role.needed(spec):
+        plus("aws_scheduler_schedule_group", naming.schedule_group_name(spec), "EventBridge Scheduler (Fixed pools)")
     for pool_name, pool in spec.pools.items():
         sched = pool.schedule
         if sched is None:
             continue
-        for kind in ("start", "stop"):
+        for kind in KINDS:
             if isinstance(pool, AsgPool):
-                sizes = f"{pool.min}/{pool.desired}/{pool.max}" if kind == "start" else "0/0/max kept"
-                name, detail = naming.scheduled_action_name(spec, pool_name, kind), f"{sched.cron(kind, 'unix')}"
-                out.append(
-                    PlannedResource(
-                        Action.create,
-                        "aws_autoscaling_schedule",
-                        name,
-                        step,
-                        f"{detail} {sched.timezone}: min/desired/max {sizes}",
-                    )
-                )
+                sizes = f"{pool.min}/{pool.desired}/{pool.max}" if kind == "start" else "0/0/unchanged"
+                when = f"{sched.cron(kind, 'unix')} {sched.timezone}"
+                name = naming.scheduled_action_name(spec, pool_name, kind)
+                plus("aws_autoscaling_schedule", name, f"{when}: min/desired/max {sizes}")
             else:
-                name = naming.schedule_name(spec, pool_name, kind)
-                detail = f"{sched.cron(kind, 'eventbridge')} {sched.timezone}: {kind} the pool's instances"
-                out.append(PlannedResource(Action.create, "aws_scheduler_schedule", name, step, detail))
+                when = f"{sched.cron(kind, 'eventbridge')} {sched.timezone}"
+                plus("aws_scheduler_schedule", naming.schedule_name(spec, pool_name, kind), f"{when}: {kind} its VMs")
     return out
 
 
