@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from unittest.mock import ANY
 
 import pytest
 
@@ -188,9 +189,10 @@ def test_schedules_created_updated_paused_removed_and_torn_down(aws_iam, schedul
 
     # The schedule stops a VM (as EventBridge would): the next apply records it stopped, launches no
     # replacement and does not wait for it.
-    aws.ec2.stop_instances(InstanceIds=web_ids[:1])
+    first = web_ids[0]
+    aws.ec2.stop_instances(InstanceIds=[first])
     driver.ensure_vms(ctx)
-    assert ctx.infra.vm("demo-fixed-web-0").State is VMState.stopped  # type: ignore[union-attr]
+    assert {v.ID: v.State for v in ctx.infra.VMs}[first] is VMState.stopped
     assert sorted(v.ID for v in ctx.infra.VMs if v.Pool == "web") == web_ids
 
     # Stop: the Fixed VMs stopped and recorded so, the group at 0, the schedules paused.
@@ -243,10 +245,19 @@ def test_schedules_created_updated_paused_removed_and_torn_down(aws_iam, schedul
     assert role not in {r["RoleName"] for r in aws.iam.list_roles()["Roles"]}
     assert not ids.Schedules and not ids.ScheduledActions and ids.SchedulerRoleArn is None
 
-    # Teardown finds everything by name and tag, even with the record lost.
+    # Teardown finds everything by name and tag, even with the record lost (after a re-tag, which
+    # reaches the scheduler's role and schedule group too).
     ctx.spec = scheduled
     driver.ensure_identity(ctx)
     driver.ensure_schedules(ctx)
+    ctx.spec = scheduled.model_copy(update={"tags": {"team": "ops"}})
+    driver.update_tags(ctx)
+    group_arn = aws.scheduler.get_schedule_group(Name=group)["Arn"]
+    for tags in (
+        aws.scheduler.list_tags_for_resource(ResourceArn=group_arn)["Tags"],
+        aws.iam.list_role_tags(RoleName=role)["Tags"],
+    ):
+        assert {t["Key"]: t["Value"] for t in tags if not t["Key"].startswith("zop:")} == {"team": "ops", "Name": ANY}
     kinds = {lo.kind for lo in driver.leftovers(ctx)}
     assert {"scheduled-action", "schedule", "schedule-group"} <= kinds
     lost = make_ctx(scheduled, ctx.infra.model_copy(update={"Cloud": aws_ids(ctx.infra).model_copy()}))
