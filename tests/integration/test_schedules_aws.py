@@ -40,32 +40,6 @@ def _pools(schedule: dict[str, str]) -> dict[str, Any]:
     }
 
 
-def run_operation(cli: Cli, job_id: str, kind: str, step: str) -> dict[str, Any]:
-    """`vmplane stop|start ENV` (every pool) as an operation on the job, its steps run through the
-    pipeline's runner in this process, as the operation workflow runs them (the CLI verbs are not in
-    this branch's base, and a CLI process with DBOS costs ~3 s more each time). Returns the job's config."""
-    from vmplane.jobs import service as jobs
-    from vmplane.pipeline import runner
-    from vmplane.settings import get_settings
-    from vmplane.store import job_rows
-    from vmplane.store.db import transaction
-    from vmplane.store.job_records import Phase
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("VMPLANE_HOME", str(cli.home))
-        get_settings.cache_clear()
-        try:
-            with transaction(get_settings().db_url) as s:
-                jobs.begin_operation(s, job_id, kind, {}, [step, "stepRegisterSpace"])
-            for wave in runner.start_job(job_id, Phase.operation):
-                runner.run_wave(job_id, wave, Phase.operation)
-            runner.finish_job(job_id, Phase.operation, None)
-            with transaction(get_settings().db_url) as s:
-                return job_rows.view(job_rows.get_row(s, job_id)).config
-        finally:
-            get_settings.cache_clear()
-
-
 def instance_states(sb: Sandbox, job_id: str, name_prefix: str) -> dict[str, str]:
     f = [{"Name": "tag:zop:jobId", "Values": [job_id]}]
     res = sb.client("ec2").describe_instances(Filters=f)["Reservations"]
@@ -154,15 +128,16 @@ def test_schedules_apply_update_stop_start_destroy(cli: Cli, sandbox: Sandbox, t
     seen = sweep_view(sandbox, job_id, spec)
     assert [len(seen[k]) for k in ("scheduled_actions", "schedule_groups", "schedules")] == [2, 1, 2]
 
-    # Stop now: the Fixed pool's instances stopped, the group at 0 VMs, their schedules paused.
-    done = run_operation(cli, job_id, "stop", "stepStopPools")
+    # `vmplane stop` (every pool): the Fixed pool's instances stopped, the group at 0 VMs. The schedules
+    # stay: a scheduled pool comes back at its next start.
+    done = cli.json("stop", NAME, "--yes")["config"]
     assert done["operation"]["status"] == "succeeded", done["operation"]
     assert set(instance_states(sandbox, job_id, f"{NAME}-web-").values()) == {"stopped"}
     assert group_sizes(sandbox) == (0, 0, 2, 0)
     assert done["infra"]["StoppedPools"] == ["batch", "web"]
 
-    # A changed schedule while stopped: the same resources updated in place (still paused), and the
-    # update keeps the pools stopped (nothing started, the group not sized up).
+    # A changed schedule while stopped: the same resources updated in place, and the update keeps the
+    # pools stopped (nothing started, the group not sized up).
     later = {**BERLIN, "timezone": "America/New_York", "stop": "20:30"}
     env_file = write_env(tmp_path, NAME, pools=_pools(later))
     updated = cli.json("apply", "-f", str(env_file), "--sandbox", "--yes")
@@ -177,17 +152,16 @@ def test_schedules_apply_update_stop_start_destroy(cli: Cli, sandbox: Sandbox, t
     for kind in ("start", "stop"):
         s = scheduler.get_schedule(Name=f"{NAME}-web-{kind}", GroupName=SCHEDULES)
         assert s["CreationDate"] == created[kind] and s["ScheduleExpressionTimezone"] == "America/New_York"
-        assert s["State"] == "DISABLED"
+        assert s["State"] == "ENABLED"
     stop_expr = scheduler.get_schedule(Name=f"{NAME}-web-stop", GroupName=SCHEDULES)["ScheduleExpression"]
     assert stop_expr == "cron(30 20 ? * MON,TUE,WED,THU,FRI *)"
     assert set(instance_states(sandbox, job_id, f"{NAME}-web-").values()) == {"stopped"}
     assert group_sizes(sandbox) == (0, 0, 2, 0)
 
-    # Start: running again (the same instances, checked ready), the group at the pool's sizes.
-    done = run_operation(cli, job_id, "start", "stepStartPools")
+    # `vmplane start`: running again (the same instances, checked ready), the group at the pool's sizes.
+    done = cli.json("start", NAME, "--yes")["config"]
     assert instance_states(sandbox, job_id, f"{NAME}-web-") == dict.fromkeys(web, "running")
     assert group_sizes(sandbox) == (1, 1, 2, 1)
-    assert scheduler.get_schedule(Name=f"{NAME}-web-start", GroupName=SCHEDULES)["State"] == "ENABLED"
     assert done["operation"]["status"] == "succeeded", done["operation"]
     assert {v["State"] for v in done["infra"]["VMs"]} == {"ready"}
     assert done["infra"]["StoppedPools"] == []
