@@ -128,16 +128,15 @@ def test_schedules_apply_update_stop_start_destroy(cli: Cli, sandbox: Sandbox, t
     seen = sweep_view(sandbox, job_id, spec)
     assert [len(seen[k]) for k in ("scheduled_actions", "schedule_groups", "schedules")] == [2, 1, 2]
 
-    # `vmplane stop` (every pool): the Fixed pool's instances stopped, the group at 0 VMs. The schedules
-    # stay: a scheduled pool comes back at its next start.
+    # Stop now: the Fixed pool's instances stopped, the group at 0 VMs, their schedules paused.
     done = cli.json("stop", NAME, "--yes")["config"]
     assert done["operation"]["status"] == "succeeded", done["operation"]
     assert set(instance_states(sandbox, job_id, f"{NAME}-web-").values()) == {"stopped"}
     assert group_sizes(sandbox) == (0, 0, 2, 0)
     assert done["infra"]["StoppedPools"] == ["batch", "web"]
 
-    # A changed schedule while stopped: the same resources updated in place, and the update keeps the
-    # pools stopped (nothing started, the group not sized up).
+    # A changed schedule while stopped: the same resources updated in place (still paused), and the
+    # update keeps the pools stopped (nothing started, the group not sized up).
     later = {**BERLIN, "timezone": "America/New_York", "stop": "20:30"}
     env_file = write_env(tmp_path, NAME, pools=_pools(later))
     updated = cli.json("apply", "-f", str(env_file), "--sandbox", "--yes")
@@ -152,16 +151,17 @@ def test_schedules_apply_update_stop_start_destroy(cli: Cli, sandbox: Sandbox, t
     for kind in ("start", "stop"):
         s = scheduler.get_schedule(Name=f"{NAME}-web-{kind}", GroupName=SCHEDULES)
         assert s["CreationDate"] == created[kind] and s["ScheduleExpressionTimezone"] == "America/New_York"
-        assert s["State"] == "ENABLED"
+        assert s["State"] == "DISABLED"
     stop_expr = scheduler.get_schedule(Name=f"{NAME}-web-stop", GroupName=SCHEDULES)["ScheduleExpression"]
     assert stop_expr == "cron(30 20 ? * MON,TUE,WED,THU,FRI *)"
     assert set(instance_states(sandbox, job_id, f"{NAME}-web-").values()) == {"stopped"}
     assert group_sizes(sandbox) == (0, 0, 2, 0)
 
-    # `vmplane start`: running again (the same instances, checked ready), the group at the pool's sizes.
+    # Start: running again (the same instances, checked ready), the group at the pool's sizes.
     done = cli.json("start", NAME, "--yes")["config"]
     assert instance_states(sandbox, job_id, f"{NAME}-web-") == dict.fromkeys(web, "running")
     assert group_sizes(sandbox) == (1, 1, 2, 1)
+    assert scheduler.get_schedule(Name=f"{NAME}-web-start", GroupName=SCHEDULES)["State"] == "ENABLED"
     assert done["operation"]["status"] == "succeeded", done["operation"]
     assert {v["State"] for v in done["infra"]["VMs"]} == {"ready"}
     assert done["infra"]["StoppedPools"] == []

@@ -72,15 +72,15 @@ def test_a_fixed_pools_schedule_targets_exactly_its_instances(scheduled: EnvSpec
     sched = scheduled.pools["web"].schedule
     assert sched is not None
     assert instance_input(["i-b", "i-a"]) == '{"InstanceIds":["i-a","i-b"]}'
-    stop = schedule_request(ctx, "web", sched, "stop", ["i-b", "i-a"], "arn:role")
+    stop = schedule_request(ctx, "web", sched, "stop", ["i-b", "i-a"], "arn:role", paused=False)
     assert stop["Name"] == "demo-fixed-web-stop" and stop["GroupName"] == "vmplane-acme-demo-fixed-schedules"
     assert stop["ScheduleExpression"] == "cron(0 19 ? * MON,TUE,WED,THU,FRI *)"
     assert stop["ScheduleExpressionTimezone"] == "Europe/Berlin"
     assert stop["FlexibleTimeWindow"] == {"Mode": "OFF"} and stop["State"] == "ENABLED"
     assert stop["Target"]["Arn"] == "arn:aws:scheduler:::aws-sdk:ec2:stopInstances"
     assert json.loads(stop["Target"]["Input"]) == {"InstanceIds": ["i-a", "i-b"]}
-    start = schedule_request(ctx, "web", sched, "start", ["i-a"], "arn:role")
-    assert start["Target"]["Arn"] == target_arn(REGION, "start") and start["ScheduleExpression"].startswith("cron(0 8")
+    paused = schedule_request(ctx, "web", sched, "start", ["i-a"], "arn:role", paused=True)
+    assert paused["State"] == "DISABLED" and paused["Target"]["Arn"] == target_arn(REGION, "start")
 
 
 def test_long_names_fit_the_schedulers_limits(spec: EnvSpec) -> None:
@@ -124,13 +124,7 @@ def test_an_apply_keeps_a_stopped_or_out_of_hours_group_at_zero(scheduled: EnvSp
     assert held_reason("batch", pool, at_zero, [], noon) is None  # in hours: sized up
     assert held_reason("batch", pool, {**at_zero, "DesiredCapacity": 2}, [], night) is None  # running: left
     assert held_reason("batch", pool, None, [], night) is None  # a new group starts at the pool's sizes
-    # `vmplane stop`: held at 0; a scheduled pool only until its schedule starts it again.
     assert "vmplane stop" in (held_reason("batch", pool, at_zero, ["batch"], noon) or "")
-    assert held_reason("batch", pool, {**at_zero, "DesiredCapacity": 2}, ["batch"], noon) is None
-    unscheduled = pool.model_copy(update={"schedule": None})
-    assert "vmplane stop" in (
-        held_reason("batch", unscheduled, {**at_zero, "DesiredCapacity": 2}, ["batch"], noon) or ""
-    )
     assert size_update(at_zero, pool, held=True) is None
     assert size_update(at_zero, pool) == {"MinSize": 1, "MaxSize": 3, "DesiredCapacity": 2}
 
@@ -173,7 +167,7 @@ def _provision(driver: AwsDriver, spec: EnvSpec):
     return ctx
 
 
-def test_schedules_created_updated_removed_and_torn_down_stop_and_start(aws_iam, scheduled: EnvSpec) -> None:
+def test_schedules_created_updated_paused_removed_and_torn_down(aws_iam, scheduled: EnvSpec) -> None:
     driver = AwsDriver(AwsTarget(region=REGION))
     aws = driver.aws
     ctx = _provision(driver, scheduled)
@@ -201,7 +195,7 @@ def test_schedules_created_updated_removed_and_torn_down_stop_and_start(aws_iam,
     assert {v.ID: v.State for v in ctx.infra.VMs}[first] is VMState.stopped
     assert sorted(v.ID for v in ctx.infra.VMs if v.Pool == "web") == web_ids
 
-    # Stop: the Fixed VMs stopped and recorded so, the group at 0; the schedules stay as they are.
+    # Stop: the Fixed VMs stopped and recorded so, the group at 0, the schedules paused.
     driver.stop_pool(ctx, "web")
     driver.stop_pool(ctx, "batch")
     driver.stop_pool(ctx, "web")  # idempotent
@@ -212,8 +206,8 @@ def test_schedules_created_updated_removed_and_torn_down_stop_and_start(aws_iam,
     grp = aws.autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=["vmplane-acme-demo-fixed-batch"])
     g = grp["AutoScalingGroups"][0]
     assert (g["MinSize"], g["DesiredCapacity"], g["MaxSize"], g["Instances"]) == (0, 0, 3, [])
-    assert aws.scheduler.get_schedule(Name="demo-fixed-web-start", GroupName=group)["State"] == "ENABLED"
-    assert len(aws.autoscaling.describe_scheduled_actions()["ScheduledUpdateGroupActions"]) == 2
+    assert [p["ProcessName"] for p in g["SuspendedProcesses"]] == ["ScheduledActions"]
+    assert aws.scheduler.get_schedule(Name="demo-fixed-web-start", GroupName=group)["State"] == "DISABLED"
 
     # An apply keeps them stopped: nothing started, nothing sized up, no stopped VM waited for.
     driver.ensure_vms(ctx)
@@ -222,20 +216,15 @@ def test_schedules_created_updated_removed_and_torn_down_stop_and_start(aws_iam,
     assert {i["State"]["Name"] for r in states for i in r["Instances"]} == {"stopped"}
     grp = aws.autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=["vmplane-acme-demo-fixed-batch"])
     assert grp["AutoScalingGroups"][0]["DesiredCapacity"] == 0
-    # The group's scheduled start runs (as AWS would in the morning): the next apply leaves it running.
-    asg_name = "vmplane-acme-demo-fixed-batch"
-    aws.autoscaling.update_auto_scaling_group(AutoScalingGroupName=asg_name, MinSize=1, DesiredCapacity=2)
-    driver.ensure_vms(ctx)
-    grp = aws.autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[asg_name])
-    assert grp["AutoScalingGroups"][0]["DesiredCapacity"] == 2
 
-    # Start: running and ready again, the group at the pool's sizes.
+    # Start: running and ready again, the group at the pool's sizes, the schedules resumed.
     driver.start_pool(ctx, "web")
     driver.start_pool(ctx, "batch")
     assert ctx.infra.StoppedPools == []
     assert {v.State for v in ctx.infra.VMs} == {VMState.ready} and len(ctx.infra.VMs) == 4
-    grp = aws.autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[asg_name])
-    assert grp["AutoScalingGroups"][0]["DesiredCapacity"] == 2
+    grp = aws.autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=["vmplane-acme-demo-fixed-batch"])
+    assert grp["AutoScalingGroups"][0]["SuspendedProcesses"] == []
+    assert aws.scheduler.get_schedule(Name="demo-fixed-web-start", GroupName=group)["State"] == "ENABLED"
 
     # A changed schedule updates the same resources in place; a removed one deletes them (and the role).
     later = variant(scheduled, pools={"web": {"schedule": {**BERLIN, "stop": "20:30"}}})

@@ -39,15 +39,14 @@ def size_update(group: dict[str, Any], pool: AsgPool, *, held: bool = False) -> 
 def held_reason(
     pool_name: str, pool: AsgPool, group: dict[str, Any] | None, stopped: list[str], now: datetime
 ) -> str | None:
-    """Why an apply keeps the group at 0 rather than at the pool's sizes, or None.
-
-    `vmplane stop` stopped it (a scheduled pool only while it is still at 0: its schedule's next start
-    takes it back, and an apply then leaves it running), or its schedule stopped it and the running
-    window has not come yet (sizing it up now would undo the schedule until its next stop)."""
-    at_zero = group is None or group["DesiredCapacity"] == 0
-    if pool_name in stopped and (pool.schedule is None or at_zero):
+    """Why an apply keeps the group at 0 rather than at the pool's sizes, or None: `vmplane stop`
+    stopped it, or its schedule stopped it and the running window has not come yet (sizing it up now
+    would undo the schedule until its next stop)."""
+    if pool_name in stopped:
         return "stopped by `vmplane stop` (`vmplane start` sizes it up)"
-    if pool.schedule is None or group is None or not at_zero or pool.schedule.is_running_at(now):
+    if pool.schedule is None or group is None or group["DesiredCapacity"] != 0:
+        return None
+    if pool.schedule.is_running_at(now):
         return None
     _, at = pool.schedule.next_change(now)
     return f"outside its schedule's hours (its scheduled action starts it {at.isoformat(timespec='minutes')})"
@@ -76,8 +75,6 @@ def ensure_asg_pool(
     sizes = wanted_sizes(pool, held=held is not None)
     if held:
         ctx.log(f"pool {pool_name}: kept at 0 VMs, {held}")
-    elif pool_name in stopped:
-        ctx.log(f"pool {pool_name}: stopped by `vmplane stop`, started by its schedule since: left running")
     if groups:
         if not owned_by(groups[0].get("Tags", []), t):
             owner = tag_owner(groups[0].get("Tags", []), t)

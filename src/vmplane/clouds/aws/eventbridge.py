@@ -60,6 +60,8 @@ def schedule_request(
     kind: Kind,
     instance_ids: list[str],
     role_arn: str,
+    *,
+    paused: bool,
 ) -> dict[str, Any]:
     """CreateSchedule / UpdateSchedule for one pool and kind (both take the whole definition)."""
     spec = ctx.spec
@@ -69,9 +71,8 @@ def schedule_request(
         "ScheduleExpression": schedule.cron(kind, "eventbridge"),
         "ScheduleExpressionTimezone": schedule.timezone,
         "FlexibleTimeWindow": {"Mode": "OFF"},
-        # Enabled even while `vmplane stop` holds the pool: a schedule takes its pool back at its next
-        # start (as `vmplane stop` says), and one disabled by hand is enabled again.
-        "State": "ENABLED",
+        # Paused while `vmplane stop` holds the pool: the schedule must not start what the user stopped.
+        "State": "DISABLED" if paused else "ENABLED",
         "Description": f"vmplane {spec.org}/{spec.name}: {kind} pool {pool_name} ({len(instance_ids)} VMs)",
         "Target": {
             "Arn": target_arn(spec.provider.region, kind),
@@ -207,9 +208,10 @@ def ensure_pool(aws: AwsClients, ctx: Context, pool_name: str, schedule: Schedul
     if not instance_ids:
         ctx.log(f"pool {pool_name}: no instances yet, so no schedule (made once the pool has VMs)")
         return []
+    paused = pool_name in ctx.infra.StoppedPools
     names = []
     for kind in KINDS:
-        wanted = schedule_request(ctx, pool_name, schedule, kind, instance_ids, role_arn)
+        wanted = schedule_request(ctx, pool_name, schedule, kind, instance_ids, role_arn, paused=paused)
         name, group = wanted["Name"], wanted["GroupName"]
         try:
             current: dict[str, Any] | None = aws_call(aws.scheduler.get_schedule, Name=name, GroupName=group)
@@ -219,7 +221,7 @@ def ensure_pool(aws: AwsClients, ctx: Context, pool_name: str, schedule: Schedul
             ids.Schedules = {**ids.Schedules, name: _put(aws, wanted, create=current is None)}
             ctx.save()
             how = "created" if current is None else "updated in place"
-            ctx.log(f"schedule {name} {how}: {wanted['ScheduleExpression']} {schedule.timezone}")
+            ctx.log(f"schedule {name} {how}: {wanted['ScheduleExpression']} {schedule.timezone}, {wanted['State']}")
         else:
             ids.Schedules = {**ids.Schedules, name: str(current["Arn"])}
         names.append(name)

@@ -3,9 +3,8 @@
 Fixed pools: StopInstances (the disks stay) and StartInstances on the pool's instances, then running
 and the bootstrap sentinel again (it persists on the disk, so readiness is the apply's check). ASG
 pools: sized to min 0 / desired 0 (max kept) until the group has no instances, and back to the pool's
-sizes. The pool is in `InfraConfig.StoppedPools` while stopped, so an apply or update keeps it stopped.
-The pool's schedules keep running: a scheduled pool comes back at its schedule's next start, and an
-apply then leaves it to the schedule.
+sizes. The pool is in `InfraConfig.StoppedPools` while stopped, so an apply or update keeps it stopped,
+and its schedules are paused meanwhile (`schedules.ensure_pool_schedules`).
 
 Both are idempotent and resumable: the intent (`StoppedPools`) is recorded first, and each call
 converges from whatever state a crash left.
@@ -68,6 +67,7 @@ def stop_pool(aws: AwsClients, ctx: Context, pool_name: str) -> None:
     if pool_name not in infra.StoppedPools:
         infra.StoppedPools = sorted([*infra.StoppedPools, pool_name])
         ctx.save()  # intent first: from here on an apply keeps the pool stopped
+    schedules.ensure_pool_schedules(aws, ctx, pool_name)  # paused: the schedule must not start it again
     if isinstance(pool, FixedPool):
         _stop_fixed(aws, ctx, pool_name)
     else:
@@ -116,7 +116,7 @@ def start_pool(aws: AwsClients, ctx: Context, pool_name: str) -> None:
         ensure_asg_pool(aws, ctx, pool_name, pool, starting=True)  # the pool's sizes, even out of hours
     wait_running(aws, ctx)
     wait_bootstrapped(aws, ctx)
-    schedules.ensure_pool_schedules(aws, ctx, pool_name)  # a VM launched now is named in the Input too
+    schedules.ensure_pool_schedules(aws, ctx, pool_name)  # resumed (a new VM's id is in the Input too)
     ready = [v for v in infra.VMs if v.Pool == pool_name and v.State is VMState.ready]
     ctx.log(f"pool {pool_name}: started, {len(ready)} VMs ready")
 

@@ -6,8 +6,9 @@
   (`eventbridge`), run as a role allowed only that (`scheduler_role`).
 
 Everything is updated in place (PutScheduledUpdateGroupAction overwrites by name, UpdateSchedule
-replaces a definition) and removed when its pool's schedule is. `vmplane stop` leaves the schedules
-running: a scheduled pool it stopped comes back at the schedule's next start.
+replaces a definition) and removed when its pool's schedule is. A pool that `vmplane stop` stopped keeps
+its schedules, paused (the group's `ScheduledActions` process suspended, the EventBridge schedules
+DISABLED), so the schedule does not start what the user stopped; `vmplane start` resumes them.
 
 The sandbox (moto) stores scheduled actions and schedules and never fires them.
 """
@@ -28,6 +29,8 @@ from vmplane.clouds.base import Context
 from vmplane.clouds.errors import NotFoundError
 from vmplane.envspec.models import AsgPool, FixedPool
 from vmplane.envspec.schedule import Schedule
+
+SCHEDULED_PROCESS = "ScheduledActions"
 
 
 def action_requests(ctx: Context, pool_name: str, pool: AsgPool, schedule: Schedule) -> list[dict[str, Any]]:
@@ -72,6 +75,21 @@ def _delete_actions(aws: AwsClients, group: str, names: list[str]) -> None:
         deletes.delete(call, what=f"delete scheduled action {name}")
 
 
+def _set_paused(aws: AwsClients, ctx: Context, pool_name: str, group: str, paused: bool) -> None:
+    """Suspend (or resume) the group's scheduled actions; nothing is sent when it already is so."""
+    asg = aws.autoscaling
+    groups = aws_call(asg.describe_auto_scaling_groups, AutoScalingGroupNames=[group])["AutoScalingGroups"]
+    if not groups:
+        return
+    suspended = any(p["ProcessName"] == SCHEDULED_PROCESS for p in groups[0].get("SuspendedProcesses", []))
+    if paused and not suspended:
+        aws_call(asg.suspend_processes, AutoScalingGroupName=group, ScalingProcesses=[SCHEDULED_PROCESS])
+        ctx.log(f"pool {pool_name}: scheduled actions paused while the pool is stopped")
+    elif suspended and not paused:
+        aws_call(asg.resume_processes, AutoScalingGroupName=group, ScalingProcesses=[SCHEDULED_PROCESS])
+        ctx.log(f"pool {pool_name}: scheduled actions resumed")
+
+
 def ensure_asg_actions(aws: AwsClients, ctx: Context, pool_name: str, pool: AsgPool) -> None:
     ids = aws_ids(ctx.infra)
     group = ctx.infra.ScalingGroupID.get(pool_name) or naming.asg_name(ctx.spec, pool_name)
@@ -79,6 +97,7 @@ def ensure_asg_actions(aws: AwsClients, ctx: Context, pool_name: str, pool: AsgP
     if schedule is None:
         if pool_name in ids.ScheduledActions:  # it had a schedule: remove its actions
             _delete_actions(aws, group, ids.ScheduledActions[pool_name])
+            _set_paused(aws, ctx, pool_name, group, paused=False)
             ids.ScheduledActions = {k: v for k, v in ids.ScheduledActions.items() if k != pool_name}
             ctx.save()
             ctx.log(f"pool {pool_name}: scheduled actions deleted (no schedule)")
@@ -95,6 +114,7 @@ def ensure_asg_actions(aws: AwsClients, ctx: Context, pool_name: str, pool: AsgP
                 f"{request['Recurrence']} {request['TimeZone']} (min {request['MinSize']}, "
                 f"desired {request['DesiredCapacity']})"
             )
+    _set_paused(aws, ctx, pool_name, group, paused=pool_name in ctx.infra.StoppedPools)
 
 
 def _fixed_scheduled(ctx: Context) -> dict[str, Schedule]:
@@ -128,7 +148,7 @@ def ensure_schedules(aws: AwsClients, ctx: Context) -> None:
 
 
 def ensure_pool_schedules(aws: AwsClients, ctx: Context, pool_name: str) -> None:
-    """One pool's schedules after `vmplane start` (a VM it launched is named in the Input)."""
+    """One pool's schedules after `vmplane stop`/`start` (paused or resumed with the pool)."""
     pool = ctx.spec.pools[pool_name]
     if isinstance(pool, AsgPool):
         ensure_asg_actions(aws, ctx, pool_name, pool)
