@@ -54,6 +54,42 @@ def _autoscaling(sb: Sandbox, job_id: str) -> list[dict[str, Any]]:
     return out
 
 
+def _schedules(sb: Sandbox, org: str, name: str, job_id: str) -> dict[str, Any]:
+    """ASG scheduled actions on the environment's groups (by name: the sandbox keeps them even after
+    their group is gone), and the EventBridge Scheduler groups tagged with the job with their schedules."""
+    asg, sched = sb.client("autoscaling"), sb.client("scheduler")
+    prefix = f"vmplane-{org}-{name}-"
+    actions = [
+        {
+            "name": a["ScheduledActionName"],
+            "group": a["AutoScalingGroupName"],
+            "when": [a.get("Recurrence"), a.get("TimeZone")],
+            "sizes": [a.get("MinSize"), a.get("DesiredCapacity"), a.get("MaxSize")],
+        }
+        for page in asg.get_paginator("describe_scheduled_actions").paginate()
+        for a in page["ScheduledUpdateGroupActions"]
+        if a["AutoScalingGroupName"].startswith(prefix)
+    ]
+    groups, schedules = [], []
+    for g in sched.list_schedule_groups()["ScheduleGroups"]:
+        tags = tags_of(sched.list_tags_for_resource(ResourceArn=g["Arn"]))
+        if tags.get("zop:jobId") != job_id:
+            continue
+        groups.append({"name": g["Name"], "tags": tags})
+        for item in sched.list_schedules(GroupName=g["Name"])["Schedules"]:
+            s = sched.get_schedule(Name=item["Name"], GroupName=g["Name"])
+            schedules.append(
+                {
+                    "name": s["Name"],
+                    "group": s["GroupName"],
+                    "when": [s["ScheduleExpression"], s.get("ScheduleExpressionTimezone"), s.get("State")],
+                    "window": s.get("FlexibleTimeWindow"),
+                    "target": {k: s["Target"].get(k) for k in ("Arn", "RoleArn", "Input", "RetryPolicy")},
+                }
+            )
+    return {"scheduled_actions": actions, "schedule_groups": groups, "schedules": schedules}
+
+
 def _iam(sb: Sandbox, org: str, name: str, job_id: str) -> dict[str, Any]:
     iam = sb.client("iam")
     prefix = f"vmplane-{org}-{name}-"
@@ -197,6 +233,7 @@ def inventory(sb: Sandbox, *, job_id: str, org: str, name: str, domain: str, lb_
     labels = Labels()
     raw: dict[str, Any] = ec2_inventory(sb, job_id, labels)
     raw["auto_scaling_groups"] = _autoscaling(sb, job_id)
+    raw.update(_schedules(sb, org, name, job_id))
     raw.update(_iam(sb, org, name, job_id))
     raw.update(_elb(sb, job_id))
     raw["certificates"] = _acm(sb, job_id)

@@ -3,6 +3,7 @@ saving computed from its hours, missing prices named (never 0), and schedules va
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -110,8 +111,10 @@ def test_schedules_are_validated_at_their_line(schedule: dict, message: str) -> 
     assert issue.path.startswith("pools.web.schedule") and message in issue.message and issue.line > 1
 
 
-def test_no_driver_applies_a_schedule_yet_so_validation_refuses_it() -> None:
+def test_a_driver_without_schedules_refuses_one_in_validation() -> None:
     pools = {"web": {"mode": "fixed", "size": 2, "schedule": WEEKDAYS_8_TO_20}}
     spec = variant(load_spec(EXAMPLES / "fixed.jsonc"), pools=pools)
-    problems = capability_problems(spec, AwsDriver.capabilities, Cloud.aws)
+    without = dataclasses.replace(AwsDriver.capabilities, schedules=False)
+    problems = capability_problems(spec, without, Cloud.aws)
     assert any(p.startswith("pools.web.schedule: the aws driver does not run schedules yet") for p in problems)
+    assert not capability_problems(spec, AwsDriver.capabilities, Cloud.aws)  # the AWS driver runs them

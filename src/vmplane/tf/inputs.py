@@ -10,7 +10,7 @@ resources in place, and the identity values that cannot change in place). `main.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from vmplane.bootstrap.cloudinit import render_user_data
 from vmplane.envspec.impact import USER_KEYED, Impact, classify
@@ -18,6 +18,8 @@ from vmplane.envspec.models import EnvSpec
 from vmplane.tf.hcl import Block, Comment, Expr, Heredoc, Item
 
 SKIP = {"$schema"}  # editor hint: no effect on any resource
+KINDS: tuple[Literal["start"], Literal["stop"]] = ("start", "stop")
+STYLES: tuple[Literal["unix"], Literal["eventbridge"]] = ("unix", "eventbridge")
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,7 @@ def input_files(spec: EnvSpec, spec_doc: dict[str, Any], notes: InputNotes = AWS
         ],
         "inputs.infra.tf": [
             Comment("Cloud inputs: changing these updates cloud resources in place."),
-            Block("locals").attr("cloud", groups[Impact.cloud]),
+            Block("locals").attr("cloud", with_schedule_crons(spec, groups[Impact.cloud])),
             Comment(
                 "Identity: NOT changeable in place. A change here means destroying the environment and\n"
                 "creating it again; terraform would replace the network and everything in it."
@@ -92,6 +94,20 @@ def input_files(spec: EnvSpec, spec_doc: dict[str, Any], notes: InputNotes = AWS
             Block("locals").attr("identity", groups[Impact.identity]),
         ],
     }
+
+
+def with_schedule_crons(spec: EnvSpec, cloud: dict[str, Any]) -> dict[str, Any]:
+    """The cloud inputs with each pool schedule's cron expressions beside its times (`cron.start.unix`,
+    `cron.stop.eventbridge`, ...: the clouds' schedulers take cron, HCL cannot derive it from a day
+    range). Derived from the schedule, so they change exactly when it does; absent without one."""
+    scheduled = {name: p.schedule for name, p in spec.pools.items() if p.schedule is not None}
+    if not scheduled:
+        return cloud
+    pools = {name: dict(values) for name, values in cloud.get("pools", {}).items()}
+    for name, sched in scheduled.items():
+        crons = {kind: {style: sched.cron(kind, style) for style in STYLES} for kind in KINDS}
+        pools[name]["schedule"] = {**pools[name]["schedule"], "cron": crons}
+    return {**cloud, "pools": pools}
 
 
 def pool_locals(loc: Block) -> None:

@@ -39,7 +39,7 @@ class AwsStack:
     def structure(self, spec: EnvSpec) -> dict[str, list[Item]]:
         from vmplane.tf.aws import iam, main, outputs
 
-        return {"main.tf": main.main_tf(spec), "roles.tf": iam.roles_tf(), "outputs.tf": outputs.outputs_tf(spec)}
+        return {"main.tf": main.main_tf(spec), "roles.tf": iam.roles_tf(spec), "outputs.tf": outputs.outputs_tf(spec)}
 
     def backend(self, spec: EnvSpec) -> list[Item]:
         from vmplane.tf.aws import backend

@@ -4,6 +4,7 @@ following the group, and the instance refresh request that `vmplane rotate` send
 from __future__ import annotations
 
 import contextlib
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from vmplane.clouds.aws import naming
@@ -20,11 +21,35 @@ from vmplane.state import VMRecord
 TARGET_TRACKING_POLICY = "vmplane-cpu-target"
 
 
-def size_update(group: dict[str, Any], pool: AsgPool) -> dict[str, int] | None:
-    """UpdateAutoScalingGroup's sizes when the described group's differ from the pool's, else None."""
-    if (group["MinSize"], group["MaxSize"], group["DesiredCapacity"]) == (pool.min, pool.max, pool.desired):
-        return None
+def wanted_sizes(pool: AsgPool, *, held: bool = False) -> dict[str, int]:
+    """The group's sizes: the pool's, or min 0 / desired 0 (max kept) while the pool is held stopped."""
+    if held:
+        return {"MinSize": 0, "MaxSize": pool.max, "DesiredCapacity": 0}
     return {"MinSize": pool.min, "MaxSize": pool.max, "DesiredCapacity": pool.desired}
+
+
+def size_update(group: dict[str, Any], pool: AsgPool, *, held: bool = False) -> dict[str, int] | None:
+    """UpdateAutoScalingGroup's sizes when the described group's differ from the wanted ones, else None."""
+    sizes = wanted_sizes(pool, held=held)
+    if all(group[k] == v for k, v in sizes.items()):
+        return None
+    return sizes
+
+
+def held_reason(
+    pool_name: str, pool: AsgPool, group: dict[str, Any] | None, stopped: list[str], now: datetime
+) -> str | None:
+    """Why an apply keeps the group at 0 rather than at the pool's sizes, or None: `vmplane stop`
+    stopped it, or its schedule stopped it and the running window has not come yet (sizing it up now
+    would undo the schedule until its next stop)."""
+    if pool_name in stopped:
+        return "stopped by `vmplane stop` (`vmplane start` sizes it up)"
+    if pool.schedule is None or group is None or group["DesiredCapacity"] != 0:
+        return None
+    if pool.schedule.is_running_at(now):
+        return None
+    _, at = pool.schedule.next_change(now)
+    return f"outside its schedule's hours (its scheduled action starts it {at.isoformat(timespec='minutes')})"
 
 
 def policy_change(pool: AsgPool, present: bool | None) -> Literal["put", "delete"] | None:
@@ -35,20 +60,32 @@ def policy_change(pool: AsgPool, present: bool | None) -> Literal["put", "delete
     return "delete" if present else None
 
 
-def ensure_asg_pool(aws: AwsClients, ctx: Context, pool_name: str, pool: AsgPool) -> None:
+def ensure_asg_pool(
+    aws: AwsClients, ctx: Context, pool_name: str, pool: AsgPool, *, starting: bool = False, now: datetime | None = None
+) -> None:
+    """The group at the pool's sizes and its VMs in service. `starting` (`vmplane start`): the pool's
+    sizes even outside its schedule's hours."""
     asg, infra, t = aws.autoscaling, ctx.infra, ctx.tagger
     name = naming.asg_name(ctx.spec, pool_name)
     infra.ScalingGroupID = {**infra.ScalingGroupID, pool_name: name}
     ctx.save()
     groups = aws_call(asg.describe_auto_scaling_groups, AutoScalingGroupNames=[name])["AutoScalingGroups"]
+    stopped = [] if starting else infra.StoppedPools
+    held = held_reason(pool_name, pool, groups[0] if groups else None, stopped, now or datetime.now(UTC))
+    sizes = wanted_sizes(pool, held=held is not None)
+    if held:
+        ctx.log(f"pool {pool_name}: kept at 0 VMs, {held}")
     if groups:
         if not owned_by(groups[0].get("Tags", []), t):
             owner = tag_owner(groups[0].get("Tags", []), t)
             raise ConflictError(f"auto scaling group {name} exists and belongs to {owner or 'someone else'}")
         # Sizes are a cloud change, applied in place; instances that stay in range are kept.
-        if (sizes := size_update(groups[0], pool)) is not None:
-            aws_call(asg.update_auto_scaling_group, AutoScalingGroupName=name, **sizes)
-            ctx.log(f"pool {pool_name}: sizes now min {pool.min} / desired {pool.desired} / max {pool.max}")
+        if (update := size_update(groups[0], pool, held=held is not None)) is not None:
+            aws_call(asg.update_auto_scaling_group, AutoScalingGroupName=name, **update)
+            ctx.log(
+                f"pool {pool_name}: sizes now min {update['MinSize']} / desired {update['DesiredCapacity']} "
+                f"/ max {update['MaxSize']}"
+            )
     else:
         aws_call(
             asg.create_auto_scaling_group,
@@ -60,9 +97,7 @@ def ensure_asg_pool(aws: AwsClients, ctx: Context, pool_name: str, pool: AsgPool
                 "LaunchTemplateId": infra.LaunchTemplateID[pool_name],
                 "Version": group_version(ctx, pool_name),
             },
-            MinSize=pool.min,
-            MaxSize=pool.max,
-            DesiredCapacity=pool.desired,
+            **sizes,
             VPCZoneIdentifier=",".join(infra.VMSubnetIDs),
             HealthCheckGracePeriod=ctx.spec.bootstrap.timeout_seconds,
             Tags=[
@@ -78,14 +113,20 @@ def ensure_asg_pool(aws: AwsClients, ctx: Context, pool_name: str, pool: AsgPool
         )
     _ensure_scaling_policy(aws, name, pool)
 
-    def at_capacity() -> list[dict[str, Any]] | None:
-        g = aws_call(asg.describe_auto_scaling_groups, AutoScalingGroupNames=[name])["AutoScalingGroups"][0]
-        up = [i for i in g.get("Instances", []) if i["LifecycleState"] == "InService"]
-        return up if len(up) == pool.desired and len(g.get("Instances", [])) == pool.desired else None
-
-    instances = poll(at_capacity, what=f"auto scaling group {name} capacity", timeout=RUNNING_TIMEOUT, first=0.1)
-    _sync_group_records(aws, ctx, pool_name, [i["InstanceId"] for i in instances])
+    instances = wait_capacity(aws, name, sizes["DesiredCapacity"])
+    sync_group_records(aws, ctx, pool_name, [i["InstanceId"] for i in instances])
     ctx.log(f"pool {pool_name}: auto scaling group {name} with {len(instances)} in service")
+
+
+def wait_capacity(aws: AwsClients, name: str, desired: int, timeout: float = RUNNING_TIMEOUT) -> list[dict[str, Any]]:
+    """Wait until the group holds exactly `desired` instances, all InService; returns them."""
+
+    def at_capacity() -> list[dict[str, Any]] | None:
+        g = aws_call(aws.autoscaling.describe_auto_scaling_groups, AutoScalingGroupNames=[name])["AutoScalingGroups"][0]
+        up = [i for i in g.get("Instances", []) if i["LifecycleState"] == "InService"]
+        return up if len(up) == desired and len(g.get("Instances", [])) == desired else None
+
+    return poll(at_capacity, what=f"auto scaling group {name} capacity", timeout=timeout, first=0.1)
 
 
 def group_version(ctx: Context, pool_name: str) -> str:
@@ -118,7 +159,7 @@ def _ensure_scaling_policy(aws: AwsClients, group: str, pool: AsgPool) -> None:
         )
 
 
-def _sync_group_records(aws: AwsClients, ctx: Context, pool_name: str, ids: list[str]) -> None:
+def sync_group_records(aws: AwsClients, ctx: Context, pool_name: str, ids: list[str]) -> None:
     """The pool's VM records follow the group: new instances are added, gone ones dropped."""
     infra = ctx.infra
     described = {}

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from vmplane.clouds.aws import iam, naming
+from vmplane.clouds.aws import eventbridge, iam, naming, scheduler_role
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.ids import DnsRecord, aws_ids
 from vmplane.clouds.aws.session import AwsClients
@@ -42,6 +42,12 @@ def check_names(aws: AwsClients, ctx: Context) -> None:
             groups = aws_call(aws.autoscaling.describe_auto_scaling_groups, AutoScalingGroupNames=[name])
             asgs = groups["AutoScalingGroups"]
             found += _clash(ctx, "auto scaling group", name, asgs[0].get("Tags", []) if asgs else None)
+    if scheduler_role.needed(spec):
+        name = naming.scheduler_role_name(spec)
+        found += _clash(ctx, "IAM role", name, _tags_or_none(iam.role_tags(aws, name)))
+        name = naming.schedule_group_name(spec)
+        group = _tags_or_none(lambda: eventbridge.group_arn_tags(aws, naming.schedule_group_name(spec))[1])
+        found += _clash(ctx, "schedule group", naming.schedule_group_name(spec), group)
     _raise(ctx, found, "`org` or `name`")
 
 

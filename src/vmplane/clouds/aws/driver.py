@@ -12,9 +12,11 @@ from vmplane.clouds.aws import (
     lb,
     lb_teardown,
     network,
+    pool_power,
     preflight,
     retag,
     rotation,
+    schedules,
     security_groups,
     templates,
 )
@@ -50,6 +52,7 @@ class AwsDriver(CloudDriver):
         exec_payload_bytes=aws_exec.MAX_SCRIPT_BYTES,
         user_data_bytes=USER_DATA_BYTES,
         tags=TagRules(style="key_value", key_pattern=AWS_TAG_KEY, max_key=128, max_value=256),
+        schedules=True,
     )
 
     def __init__(self, target: AwsTarget) -> None:
@@ -93,6 +96,18 @@ class AwsDriver(CloudDriver):
 
     def update_tags(self, ctx: Context) -> None:
         retag.retag(self.aws, ctx)
+
+    def ensure_schedules(self, ctx: Context) -> None:
+        schedules.ensure_schedules(self.aws, ctx)
+
+    def delete_schedules(self, ctx: Context) -> None:
+        schedules.delete_schedules(self.aws, ctx)
+
+    def stop_pool(self, ctx: Context, pool_name: str) -> None:
+        pool_power.stop_pool(self.aws, ctx, pool_name)
+
+    def start_pool(self, ctx: Context, pool_name: str) -> None:
+        pool_power.start_pool(self.aws, ctx, pool_name)
 
     def delete_vms(self, ctx: Context) -> None:
         compute.delete_vms(self.aws, ctx)

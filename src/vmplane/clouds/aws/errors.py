@@ -45,6 +45,7 @@ _CONFLICT = {
     "InvalidGroup.Duplicate",
     "AlreadyExists",
     "AlreadyExistsFault",
+    "ConflictException",  # EventBridge Scheduler: a schedule of that name exists
     "InvalidLaunchTemplateName.AlreadyExistsException",
     "IncorrectState",
     "IncorrectInstanceState",

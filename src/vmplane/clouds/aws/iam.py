@@ -1,4 +1,5 @@
-"""The VM role and instance profile: the exec-channel policy (SSM) and nothing broader."""
+"""The VM role and instance profile: the exec-channel policy (SSM) and nothing broader; and, when a Fixed
+pool has a schedule, the role EventBridge Scheduler runs its schedules as (`scheduler_role`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import Callable
 from functools import partial
 
 from vmplane.clouds import deletes
-from vmplane.clouds.aws import naming
+from vmplane.clouds.aws import naming, scheduler_role
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.aws.session import AwsClients
@@ -60,6 +61,74 @@ def ensure_identity(aws: AwsClients, ctx: Context) -> None:
     aws_ids(infra).InstanceProfileArn = profile["Arn"]
     ctx.save()
     ctx.log(f"role + instance profile {name} ({EXEC_POLICY_ARN.rsplit('/', 1)[1]})")
+    if scheduler_role.needed(ctx.spec):
+        # Here rather than with the schedules: IAM is eventually consistent, and the VMs' boot gives the
+        # role time to reach EventBridge Scheduler before stepCreateVMs names it in a schedule.
+        ensure_scheduler_role(aws, ctx)
+
+
+def ensure_scheduler_role(aws: AwsClients, ctx: Context) -> str:
+    """The scheduler's role with its one inline policy, both as this job wants them; returns its ARN."""
+    iam, ids = aws.iam, aws_ids(ctx.infra)
+    name = naming.scheduler_role_name(ctx.spec)
+    ids.SchedulerRoleName = name
+    ctx.save()  # intent first: a crash after the create leaves a name that teardown looks up
+    account = scheduler_role.account_id(aws, ctx)
+    trust = scheduler_role.trust_policy(account, ctx.spec.provider.region, naming.schedule_group_name(ctx.spec))
+    allow = scheduler_role.permissions_policy(ctx.tagger, account, ctx.spec.provider.region)
+    try:
+        role = aws_call(
+            iam.create_role,
+            RoleName=name,
+            AssumeRolePolicyDocument=json.dumps(trust, sort_keys=True),
+            Description=f"vmplane scheduler role for {ctx.spec.org}/{ctx.spec.name}: start/stop its VMs only",
+            Tags=tag_list(ctx.tagger.tags("iam-role", name)),
+        )["Role"]
+    except ConflictError:
+        _check_ours(aws, ctx, name)
+        role = aws_call(iam.get_role, RoleName=name)["Role"]
+        if role.get("AssumeRolePolicyDocument") != trust:
+            aws_call(iam.update_assume_role_policy, RoleName=name, PolicyDocument=json.dumps(trust, sort_keys=True))
+    try:
+        current = aws_call(iam.get_role_policy, RoleName=name, PolicyName=scheduler_role.POLICY_NAME)
+    except NotFoundError:
+        current = {}
+    if current.get("PolicyDocument") != allow:  # put replaces by name: idempotent
+        aws_call(
+            iam.put_role_policy,
+            RoleName=name,
+            PolicyName=scheduler_role.POLICY_NAME,
+            PolicyDocument=json.dumps(allow, sort_keys=True),
+        )
+    ids.SchedulerRoleArn = str(role["Arn"])
+    ctx.save()
+    ctx.log(f"scheduler role {name}: ec2:StartInstances/StopInstances on this job's instances only")
+    return ids.SchedulerRoleArn
+
+
+def delete_scheduler_role(aws: AwsClients, ctx: Context) -> None:
+    """The scheduler's role, found by name and checked by tag; already gone is done."""
+    ids = aws_ids(ctx.infra)
+    name = ids.SchedulerRoleName or naming.scheduler_role_name(ctx.spec)
+    if _owned(ctx, role_tags(aws, name), "role", name):
+        _delete_role(aws, name)
+        ctx.log(f"deleted scheduler role {name}")
+    ids.SchedulerRoleName = ids.SchedulerRoleArn = None
+    ctx.save()
+
+
+def _delete_role(aws: AwsClients, name: str) -> None:
+    """A role's policies, then the role (a crash between two calls leaves the rest to do)."""
+    iam = aws.iam
+    for p in aws_call(iam.list_attached_role_policies, RoleName=name)["AttachedPolicies"]:
+        arn = p["PolicyArn"]
+        deletes.delete(partial(aws_call, iam.detach_role_policy, RoleName=name, PolicyArn=arn), what=f"detach {arn}")
+    for pol in aws_call(iam.list_role_policies, RoleName=name)["PolicyNames"]:
+        deletes.delete(
+            partial(aws_call, iam.delete_role_policy, RoleName=name, PolicyName=pol), what=f"delete policy {pol}"
+        )
+    # DeleteConflict while an instance profile still holds the role (eventual consistency): retried.
+    deletes.delete(partial(aws_call, iam.delete_role, RoleName=name), what=f"delete role {name}")
 
 
 def _owned(ctx: Context, fetch_tags: Callable[[], list[dict[str, str]]], kind: str, name: str) -> bool:
@@ -109,12 +178,7 @@ def delete_identity(aws: AwsClients, ctx: Context) -> None:
             gone(iam.remove_role_from_instance_profile, f"detach {role}", InstanceProfileName=name, RoleName=role)
         gone(iam.delete_instance_profile, f"delete instance profile {name}", InstanceProfileName=name)
     if _owned(ctx, role_tags(aws, name), "role", name):
-        for p in aws_call(iam.list_attached_role_policies, RoleName=name)["AttachedPolicies"]:
-            arn = p["PolicyArn"]
-            gone(iam.detach_role_policy, f"detach {arn}", RoleName=name, PolicyArn=arn)
-        for pol in aws_call(iam.list_role_policies, RoleName=name)["PolicyNames"]:
-            gone(iam.delete_role_policy, f"delete policy {pol}", RoleName=name, PolicyName=pol)
-        # DeleteConflict while the profile still holds the role (eventual consistency): retried.
-        gone(iam.delete_role, f"delete role {name}", RoleName=name)
+        _delete_role(aws, name)
     aws_ids(ctx.infra).RoleName = aws_ids(ctx.infra).InstanceProfileName = aws_ids(ctx.infra).InstanceProfileArn = None
     ctx.save()
+    delete_scheduler_role(aws, ctx)  # looked up whatever the spec says: a schedule may have been removed

@@ -1,4 +1,5 @@
-"""The AWS driver's own part of InfraConfig (`InfraConfig.Cloud`): VPC parts, IAM, ALB, ACM, Route53."""
+"""The AWS driver's own part of InfraConfig (`InfraConfig.Cloud`): VPC parts, IAM, ALB, ACM, Route53,
+schedules."""
 
 from __future__ import annotations
 
@@ -47,6 +48,14 @@ class AwsInfra(CloudInfra):
     CertificateRequestToken: str | None = None  # ACM idempotency token of the request in flight
     HostedZoneID: str | None = None
     DNSRecords: list[DnsRecord] = Field(default_factory=list)
+    # Schedules (for the record: teardown finds them by name and tag). ASG pools: pool -> scheduled
+    # action names; Fixed pools: EventBridge schedule name -> ARN, in the environment's group, run as
+    # the scheduler role.
+    ScheduledActions: dict[str, list[str]] = Field(default_factory=dict)
+    ScheduleGroupName: str | None = None
+    Schedules: dict[str, str] = Field(default_factory=dict)
+    SchedulerRoleName: str | None = None
+    SchedulerRoleArn: str | None = None
 
 
 def aws_ids(infra: InfraConfig) -> AwsInfra:

@@ -24,6 +24,7 @@ from vmplane.envspec.models import FixedPool
 from vmplane.state import VMRecord, VMState
 
 LIVE_STATES = ["pending", "running", "stopping", "stopped"]
+STOPPED_STATES = ("stopping", "stopped")
 RUNNING_TIMEOUT = 600.0
 IAM_PROPAGATION_TIMEOUT = 120.0
 TEARDOWN_TIMEOUT = 900.0
@@ -31,6 +32,7 @@ TEARDOWN_TIMEOUT = 900.0
 
 def ensure_fixed_pool(aws: AwsClients, ctx: Context, pool_name: str, pool: FixedPool) -> None:
     infra = ctx.infra
+    held = pool_name in infra.StoppedPools
     for index in range(pool.size):
         name = naming.instance_name(ctx.spec, pool_name, index)
         rec = infra.vm(name)
@@ -39,13 +41,32 @@ def ensure_fixed_pool(aws: AwsClients, ctx: Context, pool_name: str, pool: Fixed
             infra.VMs = [*infra.VMs, rec]
             ctx.save()  # intent first: a crash from here on leaves a record to reconcile
         live = _find_instance(aws, ctx, name, rec.ID)
+        if live is None and held:
+            ctx.log(f"pool {pool_name} is stopped (`vmplane stop`): {name} is launched when it starts")
+            continue
         if live is None:
             subnet = infra.VMSubnetIDs[index % len(infra.VMSubnetIDs)]
             live = run_instance(aws, ctx, pool_name, name, subnet)
         record_instance(rec, live)
+        follow_power_state(rec, live)
         ctx.save()
     _shrink_fixed_pool(aws, ctx, pool_name, pool.size)
+    stopped = [v.Name for v in infra.VMs if v.Pool == pool_name and v.State is VMState.stopped]
+    if stopped:
+        why = "`vmplane stop`" if held else "its schedule, or by hand"
+        ctx.log(f"pool {pool_name}: {', '.join(stopped)} stopped ({why}): kept stopped, not polled")
     ctx.log(f"pool {pool_name}: {pool.size} VMs launched")
+
+
+def follow_power_state(rec: VMRecord, inst: dict[str, Any]) -> None:
+    """The record follows a stop or start that happened outside the job (the pool's schedule, a person):
+    a stopped VM is recorded `stopped` (not recreated, not waited for, its sentinel not polled); one that
+    runs again after a stop goes back through readiness."""
+    state = inst["State"]["Name"]
+    if state in STOPPED_STATES:
+        rec.State = VMState.stopped
+    elif rec.State is VMState.stopped:
+        rec.State = VMState.pending
 
 
 def _shrink_fixed_pool(aws: AwsClients, ctx: Context, pool_name: str, size: int) -> None:

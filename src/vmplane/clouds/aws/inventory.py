@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from vmplane.clouds.aws import iam, lb
+from vmplane.clouds.aws import iam, lb, schedules
 from vmplane.clouds.aws.asg import job_scaling_groups
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.ids import aws_ids
@@ -63,4 +63,5 @@ def leftovers(aws: AwsClients, ctx: Context) -> list[Leftover]:
             out.append(Leftover(kind, name))
     out.extend(Leftover("auto-scaling-group", n) for n in job_scaling_groups(aws, ctx.tagger))
     out.extend(Leftover(kind, ident) for kind, ident in lb.leftovers(aws, ctx.tagger, ctx.infra))
+    out.extend(Leftover(kind, ident) for kind, ident in schedules.leftovers(aws, ctx))
     return out

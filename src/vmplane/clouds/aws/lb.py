@@ -26,7 +26,7 @@ from vmplane.clouds.errors import (
 )
 from vmplane.clouds.waits import poll
 from vmplane.envspec.models import AsgPool, CertSource, LoadBalancer
-from vmplane.state import InfraConfig
+from vmplane.state import InfraConfig, VMState
 
 SSL_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06"
 LB_TIMEOUT = 900.0
@@ -159,7 +159,8 @@ def ensure_target_group(aws: AwsClients, ctx: Context) -> None:
     )
     # Port 80 (and the health-check port) on the VMs now admit the LB's group only.
     security_groups.ensure_security_group(aws, ctx)
-    fixed = [v.ID for v in infra.VMs if v.ID and v.Pool in _fixed_pools(ctx)]
+    # A stopped VM cannot be registered (ELB wants it running); once registered it stays, "unused" while stopped.
+    fixed = [v.ID for v in infra.VMs if v.ID and v.Pool in _fixed_pools(ctx) and v.State is not VMState.stopped]
     if fixed:
         aws_call(aws.elbv2.register_targets, TargetGroupArn=arn, Targets=[{"Id": i} for i in sorted(fixed)])
     for pool_name, group in sorted(infra.ScalingGroupID.items()):

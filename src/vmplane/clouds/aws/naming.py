@@ -76,3 +76,32 @@ def lb_base_name(spec: EnvSpec) -> str:
 
 def target_group_name(spec: EnvSpec) -> str:
     return f"{lb_base_name(spec)}-tg"
+
+
+def _fit(name: str, limit: int) -> str:
+    """`name` if it fits `limit`, else its head and a digest of the whole (distinct names stay distinct)."""
+    if len(name) <= limit:
+        return name
+    digest = hashlib.sha1(name.encode()).hexdigest()[:8]
+    return f"{name[: limit - 9].rstrip('-')}-{digest}"
+
+
+def scheduled_action_name(spec: EnvSpec, pool: str, kind: str) -> str:
+    """An ASG pool's scheduled action (`kind` start|stop). AWS scopes these names per group, but the
+    sandbox keeps one namespace per region, so they carry the group's account-unique name."""
+    return f"{asg_name(spec, pool)}-{kind}"
+
+
+def schedule_group_name(spec: EnvSpec) -> str:
+    """The environment's EventBridge Scheduler group (names are per account and region, at most 64)."""
+    return _fit(account_unique(spec, "schedules"), 64)
+
+
+def schedule_name(spec: EnvSpec, pool: str, kind: str) -> str:
+    """A Fixed pool's EventBridge schedule (`kind` start|stop), inside the environment's group."""
+    return _fit(f"{spec.name}-{pool}-{kind}", 64)
+
+
+def scheduler_role_name(spec: EnvSpec) -> str:
+    """The role EventBridge Scheduler assumes to start and stop the Fixed pools' instances."""
+    return _fit(account_unique(spec, "scheduler"), 64)

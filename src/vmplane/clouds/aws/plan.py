@@ -6,7 +6,8 @@ so the direct pipeline and the generated stack can be compared line for line.
 
 from __future__ import annotations
 
-from vmplane.clouds.aws import naming
+from vmplane.clouds.aws import naming, scheduler_role
+from vmplane.clouds.aws.eventbridge import KINDS
 from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.base import Action, PlannedResource
 from vmplane.envspec.models import AsgPool, EnvSpec, FixedPool
@@ -45,6 +46,10 @@ def provision_resources(spec: EnvSpec, infra: InfraConfig) -> list[PlannedResour
     plus("aws_iam_role", role, step, f"exec channel {spec.exec_mode.value} only")
     plus("aws_iam_role_policy_attachment", f"{role}/AmazonSSMManagedInstanceCore", step)
     plus("aws_iam_instance_profile", role, step)
+    if scheduler_role.needed(spec):
+        sched_role = naming.scheduler_role_name(spec)
+        plus("aws_iam_role", sched_role, step, "EventBridge Scheduler: ec2:Start/StopInstances on this job's VMs only")
+        plus("aws_iam_role_policy", f"{sched_role}/{scheduler_role.POLICY_NAME}", step)
     step = "stepCreateLaunchTemplate"
     group = naming.vm_group_name(spec)
     plus("aws_security_group", group, step, "ingress from inside the VPC only; no port 22")
@@ -74,9 +79,35 @@ def provision_resources(spec: EnvSpec, infra: InfraConfig) -> list[PlannedResour
                 step,
                 f"min {pool.min} / desired {pool.desired} / max {pool.max}",
             )
+    add.extend(schedule_resources(spec))
     if spec.load_balancer is not None:
         add.extend(lb_resources(spec))
     return add
+
+
+def schedule_resources(spec: EnvSpec) -> list[PlannedResource]:
+    """The pools' schedules (stepCreateVMs makes them once the VMs exist)."""
+    out: list[PlannedResource] = []
+
+    def plus(type_: str, name: str, detail: str) -> None:
+        out.append(PlannedResource(Action.create, type_, name, "stepCreateVMs", detail))
+
+    if scheduler_role.needed(spec):
+        plus("aws_scheduler_schedule_group", naming.schedule_group_name(spec), "EventBridge Scheduler (Fixed pools)")
+    for pool_name, pool in spec.pools.items():
+        sched = pool.schedule
+        if sched is None:
+            continue
+        for kind in KINDS:
+            if isinstance(pool, AsgPool):
+                sizes = f"{pool.min}/{pool.desired}/{pool.max}" if kind == "start" else "0/0/unchanged"
+                when = f"{sched.cron(kind, 'unix')} {sched.timezone}"
+                name = naming.scheduled_action_name(spec, pool_name, kind)
+                plus("aws_autoscaling_schedule", name, f"{when}: min/desired/max {sizes}")
+            else:
+                when = f"{sched.cron(kind, 'eventbridge')} {sched.timezone}"
+                plus("aws_scheduler_schedule", naming.schedule_name(spec, pool_name, kind), f"{when}: {kind} its VMs")
+    return out
 
 
 def lb_resources(spec: EnvSpec) -> list[PlannedResource]:
@@ -144,6 +175,13 @@ def teardown_resources(infra: InfraConfig) -> list[PlannedResource]:
     def minus(type_: str, name: str, step: str, detail: str = "") -> None:
         out.append(PlannedResource(Action.destroy, type_, name, step, detail))
 
+    for pool, actions in sorted(ids.ScheduledActions.items()):
+        for action in actions:
+            minus("aws_autoscaling_schedule", action, "stepTerminateVMs", pool)
+    for schedule in sorted(ids.Schedules):
+        minus("aws_scheduler_schedule", schedule, "stepTerminateVMs")
+    if ids.ScheduleGroupName:
+        minus("aws_scheduler_schedule_group", ids.ScheduleGroupName, "stepTerminateVMs")
     for vm in infra.VMs:
         if vm.ID:
             minus("aws_instance", vm.ID, "stepTerminateVMs", vm.Name)
@@ -156,6 +194,8 @@ def teardown_resources(infra: InfraConfig) -> list[PlannedResource]:
     if ids.RoleName:
         minus("aws_iam_instance_profile", ids.RoleName, "stepDeleteIAM")
         minus("aws_iam_role", ids.RoleName, "stepDeleteIAM")
+    if ids.SchedulerRoleName:
+        minus("aws_iam_role", ids.SchedulerRoleName, "stepDeleteIAM", "the scheduler's role")
     if infra.NetworkCreated:
         step = "stepDeleteNetwork"
         for nat in ids.NatGatewayIDs:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vmplane.clouds.aws import certs, iam, inventory, lb
+from vmplane.clouds.aws import certs, eventbridge, iam, inventory, lb
 from vmplane.clouds.aws.asg import job_scaling_groups
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.ids import aws_ids
@@ -60,6 +60,7 @@ def retag(aws: AwsClients, ctx: Context) -> int:
             aws_call(aws.iam.untag_role, RoleName=name, TagKeys=stale)
             aws_call(aws.iam.untag_instance_profile, InstanceProfileName=name, TagKeys=stale)
         count += 2
+    count += _retag_scheduler(aws, ctx, wanted)
     elb_items = lb.job_elb_resources(aws, ctx.tagger)
     elb_items += lb.job_listeners(aws, ctx.tagger, [a for a, _ in elb_items if ":loadbalancer/" in a])
     for arn, tags in elb_items:
@@ -75,4 +76,29 @@ def retag(aws: AwsClients, ctx: Context) -> int:
             aws_call(aws.acm.remove_tags_from_certificate, CertificateArn=arn, Tags=[{"Key": k} for k in stale])
         count += 1
     ctx.log(f"tags updated on {count} resources: {', '.join(sorted(ctx.spec.tags)) or 'no user tags'}")
+    return count
+
+
+def _retag_scheduler(aws: AwsClients, ctx: Context, wanted: list[dict[str, str]]) -> int:
+    """The scheduler's role and schedule group, where the job has them (schedules take no tags)."""
+    ids, count = aws_ids(ctx.infra), 0
+    if ids.SchedulerRoleName:
+        name = ids.SchedulerRoleName
+        try:
+            tags = iam.role_tags(aws, name)()
+        except NotFoundError:
+            tags = None
+        if tags is not None:
+            if wanted:
+                aws_call(aws.iam.tag_role, RoleName=name, Tags=wanted)
+            if stale := _stale(tags, ctx):
+                aws_call(aws.iam.untag_role, RoleName=name, TagKeys=stale)
+            count += 1
+    if ids.ScheduleGroupName and (group := eventbridge.owned_group(aws, ctx)) is not None:
+        arn, tags = group
+        if wanted:
+            aws_call(aws.scheduler.tag_resource, ResourceArn=arn, Tags=wanted)
+        if stale := _stale(tags, ctx):
+            aws_call(aws.scheduler.untag_resource, ResourceArn=arn, TagKeys=stale)
+        count += 1
     return count

@@ -115,3 +115,7 @@ class AwsClients:
     @property
     def route53(self) -> Any:
         return self.client("route53")
+
+    @property
+    def scheduler(self) -> Any:
+        return self.client("scheduler")

@@ -104,7 +104,7 @@ def compute(spec: EnvSpec) -> list[Item]:
                 .attr("target_id", E("aws_instance.vm[each.key].id"))
             )
     if any(p.mode == "asg" for p in spec.pools.values()):
-        out += _asg(lb)
+        out += _asg(lb, scheduled=any(p.mode == "asg" and p.schedule is not None for p in spec.pools.values()))
     return out
 
 
@@ -121,7 +121,7 @@ def _ami_data() -> Block:
     return ami
 
 
-def _asg(lb: bool) -> list[Item]:
+def _asg(lb: bool, *, scheduled: bool = False) -> list[Item]:
     asg = Block("resource", ["aws_autoscaling_group", "pool"])
     asg.attr("for_each", E("local.asg_pools"))
     asg.attr("name", E(f'"{BASE}-${{each.key}}"'))
@@ -149,6 +149,12 @@ def _asg(lb: bool) -> list[Item]:
     )
     content = dyn.block("content")
     content.attr("key", E("tag.key")).attr("value", E("tag.value")).attr("propagate_at_launch", True)
+    if scheduled:
+        asg.comment(
+            "The schedule's actions own min and desired (0 at night): an apply out of hours must not size the\n"
+            "group back up. A size change reaches the group through the start action, at the next start."
+        )
+        asg.block("lifecycle").attr("ignore_changes", E("[min_size, desired_capacity]"))
     policy = Block("resource", ["aws_autoscaling_policy", "cpu"])
     policy.attr(
         "for_each", E("{ for name, p in local.asg_pools : name => p if try(p.targetCpuPercent, null) != null }")

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from vmplane.envspec.models import EnvSpec
 from vmplane.tf.aws.common import BASE, E, tag_map
+from vmplane.tf.aws.schedules import scheduler_role
 from vmplane.tf.hcl import Block, Comment, Item
 
 
-def roles_tf() -> list[Item]:
-    """IAM: the VMs' role with the exec channel's managed policy only, and its instance profile."""
+def roles_tf(spec: EnvSpec) -> list[Item]:
+    """IAM: the VMs' role with the exec channel's managed policy only, and its instance profile; with a
+    scheduled Fixed pool, the scheduler's role."""
     name = f'"{BASE}-vm"'
     assume = (
         "jsonencode({\n"
@@ -32,4 +35,5 @@ def roles_tf() -> list[Item]:
         .attr("name", E("aws_iam_role.vm.name"))
         .attr("role", E("aws_iam_role.vm.name"))
         .attr("tags", tag_map("instance-profile", "aws_iam_role.vm.name")),
+        *scheduler_role(spec),
     ]

@@ -8,6 +8,7 @@ from vmplane.tf.aws.common import PROVIDER_VERSION, TF_VERSION, E, tag_map
 from vmplane.tf.aws.compute import compute
 from vmplane.tf.aws.lb import load_balancer
 from vmplane.tf.aws.network import network
+from vmplane.tf.aws.schedules import schedules
 from vmplane.tf.hcl import Block, Item
 from vmplane.tf.inputs import pool_locals
 
@@ -26,6 +27,7 @@ def main_tf(spec: EnvSpec) -> list[Item]:
     items.append(_locals())
     items += network()
     items += compute(spec)
+    items += schedules(spec)
     if spec.load_balancer is not None:
         items += load_balancer(spec)
     items.append(
