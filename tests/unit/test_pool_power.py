@@ -76,18 +76,20 @@ def test_a_pool_stopped_by_vmplane_stop_is_named_so_and_rotate_refuses_it() -> N
         plan_rotate(job, None)
 
 
-def test_stop_and_start_need_a_driver_that_runs_schedules(monkeypatch: pytest.MonkeyPatch) -> None:
-    job = _job()
-    from vmplane.clouds.aws.driver import AwsDriver
-
-    if not AwsDriver.capabilities.schedules:
-        with pytest.raises(OperationError, match="cannot stop pools"):
-            powerops.plan_stop(job, None)
-        return
+def test_stop_and_start_plans() -> None:
+    job = _job(SCHEDULE)
     op = powerops.plan_stop(job, "web")
     assert op.kind == "stop" and op.params == {"pool": "web"} and op.steps == ["stepStopPools", "stepRegisterSpace"]
     assert any("2 VMs stopped; their disks stay" in n for n in op.plan.notes)
-    start = powerops.plan_start(job, None)
+    assert any("schedule is paused until `vmplane start`" in n for n in op.plan.notes)
+    start = powerops.plan_start(_job(), None)
     assert start.params == {} and any("web is running: nothing to start" in n for n in start.plan.notes)
     with pytest.raises(OperationError, match="no pool 'db'"):
         powerops.plan_stop(job, "db")
+
+
+def test_stop_needs_a_driver_that_can_stop_pools() -> None:
+    job = _job()
+    azure = job.model_copy(update={"config": {**job.config, "target": {"cloud": "azure", "region": "westeurope"}}})
+    with pytest.raises(OperationError, match="the azure driver cannot stop pools"):
+        powerops.plan_stop(azure, None)

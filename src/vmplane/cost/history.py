@@ -4,9 +4,10 @@ with one entry each time the billed shape changed, and the arithmetic over it.
 An entry holds the hourly rate of each line of the estimate at that moment (the prices of that day
 stay with it), which lines follow a pool's schedule (with the schedule itself), and which pools were
 stopped. Between two entries a line costs `hourly x hours`, where a scheduled line counts the hours its
-schedule runs (`Schedule.running_hours`, daylight saving included) instead of wall-clock hours. A
-scheduled pool that `vmplane stop` stopped (or `start` started outside its hours) carries an override
-until the schedule's next start (or stop) takes it back: the cloud's scheduler runs on regardless.
+schedule runs (`Schedule.running_hours`, daylight saving included) instead of wall-clock hours. A pool
+that `vmplane stop` stopped costs nothing (but a Fixed pool's disks) until `vmplane start`: its schedule
+is paused meanwhile. A scheduled pool `start` started outside its hours carries an override until the
+schedule's next stop takes it back.
 
 Entries are written when a phase or an operation succeeds (pipeline/runner.py `finish_job`):
 provisioning (dated when its first resource-creating step started), every operation (dated when it
@@ -33,7 +34,7 @@ ASSUME_START = "billing counted from when provisioning's first resource-creating
 ASSUME_CHANGES = "each change counted from when its operation finished; a failed one changes nothing here"
 ASSUME_PRICES = "list prices of the day each change was recorded; NAT data prorated from the assumed GB/month"
 ASSUME_STOPPED = (
-    "a stopped pool stays stopped until `vmplane start`, or with a schedule until its next start; "
+    "a stopped pool stays stopped until `vmplane start` (its schedule is paused meanwhile); "
     "a scheduled pool started outside its hours runs until the schedule's next stop"
 )
 
@@ -62,7 +63,7 @@ def rates(spec: EnvSpec, est: Estimate, stopped: list[str]) -> tuple[list[dict[s
     """The estimate's lines as hourly rates, and the schedules the scheduled ones follow.
 
     A stopped Fixed pool's instances cost 0 and its disks stay billed; a stopped (or scaled-to-0)
-    scaling group has neither (a scheduled pool keeps its rates: `overrides` stops them for a while).
+    scaling group has neither, with or without a schedule (it is paused while the pool is stopped).
     On Google Cloud, Cloud NAT bills per VM-hour: it is split per pool, so it follows each pool's
     schedule and stop.
     """
@@ -86,10 +87,8 @@ def rates(spec: EnvSpec, est: Estimate, stopped: list[str]) -> tuple[list[dict[s
             is_asg = isinstance(pool, AsgPool)
             # Outside its schedule a pool's VMs are stopped (Fixed) or gone (scaling group: disks too).
             follows = pool is not None and pool.schedule is not None and (kind_for_pool == "instance" or is_asg)
-            # A scheduled pool that was stopped starts again at its schedule's next start: an override
-            # (see `overrides`) bills it from then; without a schedule it stays off until `vmplane start`.
-            unscheduled = pool is None or pool.schedule is None
-            off = pool_name in stopped and unscheduled and (kind_for_pool == "instance" or is_asg)
+            # A stopped pool stays off until `vmplane start`, whether or not it has a schedule.
+            off = pool_name in stopped and (kind_for_pool == "instance" or is_asg)
             rate: dict[str, Any] = {
                 "kind": line.kind,
                 "pool": pool_name,
@@ -113,27 +112,24 @@ def overrides(
     started: list[str] | None = None,
     previous: dict[str, Any] | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Scheduled pools that do not follow their schedule from `at` on, until the schedule's next change
-    takes them back: `{"on": False, "until": next start}` for one that `vmplane stop` stopped,
-    `{"on": True, "until": next stop}` for one `vmplane start` started outside its hours. An override
-    of the entry before is carried while it holds (the cloud's scheduler does not tell the record)."""
+    """Scheduled pools that do not follow their schedule from `at` on, until the schedule's next stop
+    takes them back: `{"on": True, "until": next stop}` for one `vmplane start` started outside its
+    hours. An override of the entry before is carried while it holds (the cloud's scheduler does not
+    tell the record). A stopped pool needs none: it is off (`rates`) until `vmplane start`."""
     out: dict[str, dict[str, Any]] = {}
     for name, pool in sorted(spec.pools.items()):
         schedule = pool.schedule
         if schedule is None:
             continue
+        if name in stopped:
+            continue
         before = ((previous or {}).get("overrides") or {}).get(name)
-        was_stopped = name in ((previous or {}).get("stopped") or [])
-        # Windows from `at` on, clipped to it: one that runs at `at` begins at `at`.
-        later = list(schedule.windows(at, at + timedelta(days=8)))
-        if before is not None and _parse(before["until"]) > at and before["on"] is (name not in stopped):
+        if before is not None and before["on"] and _parse(before["until"]) > at:
             out[name] = before
-        elif name in stopped and not was_stopped:  # stopped now: until the schedule's next start
-            out[name] = {"on": False, "until": _iso(next(lo for lo, _ in later if lo > at))}
         elif name in (started or []) and not schedule.is_running_at(at):  # until the next stop
+            # Windows from `at` on, clipped to it: the first one that runs ends at the next stop.
+            later = list(schedule.windows(at, at + timedelta(days=8)))
             out[name] = {"on": True, "until": _iso(later[0][1])}
-        # Else it follows its schedule, even if the record still lists it stopped: the schedule's start
-        # since then started it again.
     return out
 
 

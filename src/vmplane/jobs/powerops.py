@@ -42,7 +42,7 @@ def plan_stop(job: JobView, pool: str | None) -> OperationPlan:
         else:
             plan.notes.append(f"pool {name}: {count} VMs stopped; their disks stay (and are still billed)")
         if job.spec.pools[name].schedule is not None:
-            plan.notes.append(f"pool {name}: its schedule still starts it at its next start time")
+            plan.notes.append(f"pool {name}: its schedule is paused until `vmplane start` (nothing starts it)")
     plan.headline = f"Stop: {', '.join(names)}."
     return OperationPlan("stop", job, {"pool": pool} if pool else {}, plan.steps, plan)
 
@@ -63,6 +63,6 @@ def plan_start(job: JobView, pool: str | None) -> OperationPlan:
         else:
             plan.notes.append(f"pool {name}: started, then checked ready as after an apply")
         if p.schedule is not None:
-            plan.notes.append(f"pool {name}: its schedule still stops it at its next stop time")
+            plan.notes.append(f"pool {name}: its schedule runs again (the next stop stops it)")
     plan.headline = f"Start: {', '.join(names)}."
     return OperationPlan("start", job, {"pool": pool} if pool else {}, plan.steps, plan)
