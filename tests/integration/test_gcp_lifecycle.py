@@ -60,6 +60,8 @@ def assert_private_shape(gcp: Gcp, job_id: str, cidr: str, *, iap: bool) -> dict
         for nic in template["properties"]["networkInterfaces"]:
             assert not nic.get("accessConfigs")
         assert template["properties"]["labels"]["zop_job_id"] == job_id.lower()
+        # The disk type the estimate prices, named (Google's default for E2/N2 would be pd-standard).
+        assert template["properties"]["disks"][0]["initializeParams"]["diskType"] == "pd-balanced"
     pairs = ingress(res["firewalls"])
     assert all(src != "0.0.0.0/0" for _, src in pairs), pairs
     assert ("80", cidr) in pairs

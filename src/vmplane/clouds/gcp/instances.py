@@ -77,12 +77,16 @@ def insert_instance(gcp: GcpClients, ctx: Context, pool_name: str, name: str, zo
     if found is None:
         raise InvalidRequestError(f"instance template {template_name} is gone: re-run the template step")
     p = found.properties
+    disks = [c.AttachedDisk(d) for d in p.disks]
+    for d in disks:  # an instance's disk names its type as a zonal path (a template's by name)
+        if d.initialize_params.disk_type:
+            d.initialize_params.disk_type = f"zones/{zone}/diskTypes/{last_segment(d.initialize_params.disk_type)}"
     resource = c.Instance(
         name=name,
         description=ownership.description(ctx.tagger, "vm"),
         labels=dict(p.labels),
         machine_type=f"zones/{zone}/machineTypes/{last_segment(p.machine_type)}",
-        disks=list(p.disks),
+        disks=disks,
         network_interfaces=list(p.network_interfaces),
         service_accounts=list(p.service_accounts),
         tags=p.tags,

@@ -19,6 +19,7 @@ from vmplane.clouds.gcp.images import resolve_image
 from vmplane.clouds.gcp.operations import create, find, last_segment, remove
 from vmplane.clouds.gcp.session import CALL_TIMEOUT, GcpClients
 
+DISK_TYPE = "pd-balanced"  # a template names the type; an instance's disk takes it as zones/<zone>/diskTypes/<type>
 SCOPES = ["https://www.googleapis.com/auth/cloud-platform"]  # access is the SA's roles, not scopes
 # Keys vmplane owns in instance metadata. Guest attributes carry readiness and exec answers; serial
 # port access stays off (it would be a login path outside OS Login).
@@ -58,7 +59,11 @@ def desired_properties(gcp: GcpClients, ctx: Context, pool_name: str) -> Any:
                 boot=True,
                 auto_delete=True,
                 type_="PERSISTENT",
-                initialize_params=c.AttachedDiskInitializeParams(source_image=image, disk_size_gb=pool.disk_gb),
+                # Named, not left to Google's default (pd-standard for E2/N2): what the estimate prices and
+                # the generated Terraform creates.
+                initialize_params=c.AttachedDiskInitializeParams(
+                    source_image=image, disk_size_gb=pool.disk_gb, disk_type=DISK_TYPE
+                ),
             )
         ],
         # No accessConfigs: no external IP, ever (egress goes through Cloud NAT).
@@ -87,6 +92,7 @@ def comparable(props: Any, *, labels: bool = True) -> dict[str, Any]:
         "machineType": last_segment(props.machine_type or ""),
         "image": _path(disk.initialize_params.source_image) if disk else None,
         "diskSizeGb": int(disk.initialize_params.disk_size_gb) if disk else None,
+        "diskType": last_segment(disk.initialize_params.disk_type or "") if disk else None,
         "autoDelete": bool(disk.auto_delete) if disk else None,
         "network": _path(nic.network) if nic else None,
         "subnetwork": _path(nic.subnetwork) if nic else None,
