@@ -96,6 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--no-sandbox", action="store_true", help="skip the read-only and apply/destroy sections")
     args = ap.parse_args(argv)
     help_args, validate_args = ["--help"], ["validate", "-f", args.example]
+    cost_args = ["cost", "-f", args.example]
 
     launchers: list[tuple[str, list[str]]] = [("python -m vmplane", [sys.executable, "-m", "vmplane"])]
     script = Path(sysconfig.get_path("scripts")) / "vmplane"
@@ -112,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"{'python -c pass (interpreter floor)':64} {statistics.median(floor):.3f} {min(floor):.3f} {max(floor):.3f}")
     product: dict[str, float] = {}
     for label, base in launchers:
-        for name, cli_args in (("--help", help_args), ("validate", validate_args)):
+        for name, cli_args in (("--help", help_args), ("validate", validate_args), ("cost", cost_args)):
             ts = wall([*base, *cli_args], args.runs)
             product.setdefault(name, statistics.median(ts))  # the first launcher is the product number
             print(f"{label + ' ' + name:64} {statistics.median(ts):.3f} {min(ts):.3f} {max(ts):.3f}")

@@ -118,3 +118,17 @@ def test_a_driver_without_schedules_refuses_one_in_validation() -> None:
     problems = capability_problems(spec, without, Cloud.aws)
     assert any(p.startswith("pools.web.schedule: the aws driver does not run schedules yet") for p in problems)
     assert not capability_problems(spec, AwsDriver.capabilities, Cloud.aws)  # the AWS driver runs them
+
+
+def test_the_dev_schedule_example_prices_both_pools_schedules() -> None:
+    spec = load_spec(EXAMPLES / "dev-schedule.jsonc")
+    assert capability_problems(spec, AwsDriver.capabilities, Cloud.aws) == []  # AWS runs both kinds
+    est = estimate(spec)
+    share = 55 / 168  # Mon-Fri 08:00-19:00
+    by = {(line.kind, line.pool): line for line in est.lines}
+    assert by[("instance", "web")].scheduledMonthly == round(2 * P.instance_hour["t3.small"] * 730 * share, 2)
+    assert by[("instance", "workers")].scheduledMonthly == round(2 * P.instance_hour["t3.medium"] * 730 * share, 2)
+    # The stopped Fixed pool keeps its disks; the group scaled to 0 has none.
+    assert by[("disk", "web")].scheduledMonthly == by[("disk", "web")].monthly
+    assert by[("disk", "workers")].scheduledMonthly == round(60 * P.disk_gb_month * share, 2)
+    assert est.saving_percent() is not None and 40 < est.saving_percent() < 50  # the NAT runs around the clock
