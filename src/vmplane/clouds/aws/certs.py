@@ -82,7 +82,7 @@ def wait_issued(aws: AwsClients, arn: str) -> None:
             raise InvalidRequestError(f"certificate {arn} is {status}; check its DNS validation record")
         return True if status == "ISSUED" else None
 
-    poll(issued, what=f"certificate {arn} to be issued (DNS validation)", timeout=CERT_TIMEOUT, first=0.1, cap=15)
+    poll(issued, what=f"certificate {arn} to be issued (DNS validation)", timeout=CERT_TIMEOUT, first=0.1)
 
 
 def delete_job_certificates(aws: AwsClients, ctx: Context) -> None:

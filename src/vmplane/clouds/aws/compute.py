@@ -56,7 +56,6 @@ def delete_vms(aws: AwsClients, ctx: Context) -> None:
             what=f"auto scaling group {name} deletion",
             timeout=TEARDOWN_TIMEOUT,
             first=0.1,
-            cap=10,
         )
     ctx.infra.ScalingGroupID = {}
     ctx.save()
@@ -76,7 +75,7 @@ def delete_vms(aws: AwsClients, ctx: Context) -> None:
             r = aws_call(ec2.describe_instances, InstanceIds=ids)["Reservations"]
             return True if all(i["State"]["Name"] == "terminated" for x in r for i in x["Instances"]) else None
 
-        poll(terminated, what=f"{len(ids)} instances to terminate", timeout=TEARDOWN_TIMEOUT, first=0.1, cap=10)
+        poll(terminated, what=f"{len(ids)} instances to terminate", timeout=TEARDOWN_TIMEOUT, first=0.1)
     ctx.infra.VMs = []
     ctx.save()
     ctx.log(f"terminated {len(ids)} instances")

@@ -60,7 +60,6 @@ def wait_insync(aws: AwsClients, change_id: str) -> None:
         what="the DNS change to propagate",
         timeout=DNS_TIMEOUT,
         first=0.05,
-        cap=10,
     )
 
 

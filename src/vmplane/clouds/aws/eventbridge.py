@@ -192,7 +192,7 @@ def delete_group(aws: AwsClients, ctx: Context) -> None:
                 return True
             return None
 
-        poll(gone, what=f"schedule group {group} deletion", timeout=GROUP_DELETE_TIMEOUT, first=0.1, cap=10)
+        poll(gone, what=f"schedule group {group} deletion", timeout=GROUP_DELETE_TIMEOUT, first=0.1)
         ctx.log(f"deleted schedule group {group} and its {len(names)} schedules")
     ids.ScheduleGroupName, ids.Schedules = None, {}
     ctx.save()

@@ -216,7 +216,8 @@ def wait_bootstrapped(aws: AwsClients, ctx: Context) -> None:
         return None if any(v.State == VMState.bootstrap for v in infra.VMs) else True
 
     try:
-        poll(all_ready, what="the bootstrap sentinel", timeout=timeout, first=1.0, factor=1.5, cap=15)
+        # Each check is a Run Command: looser than a describe's wait, still within a quarter of the boot.
+        poll(all_ready, what="the bootstrap sentinel", timeout=timeout, first=1.0, factor=1.5, cap=10, late=0.25)
     except DeadlineExceededError as err:
         raise bootstrap_timed_out(ctx, infra.VMs, timeout) from err
     ctx.log(f"{sum(v.State == VMState.ready for v in infra.VMs)} VMs ready (sentinel seen)")

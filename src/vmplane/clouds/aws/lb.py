@@ -245,7 +245,7 @@ def _wait_active(aws: AwsClients, arn: str) -> None:
             raise InvalidRequestError(f"load balancer {arn} failed: {lb['State'].get('Reason', '')}")
         return True if state == "active" else None
 
-    poll(active, what="the load balancer to be active", timeout=LB_TIMEOUT, first=0.05, cap=10)
+    poll(active, what="the load balancer to be active", timeout=LB_TIMEOUT, first=0.05)
 
 
 # ---- stepCreateDNSRecord --------------------------------------------------------------------------

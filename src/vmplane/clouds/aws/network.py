@@ -226,7 +226,7 @@ def _ensure_nat(aws: AwsClients, ctx: Context) -> str:
             raise InvalidRequestError(f"NAT gateway {nat_id} failed: {gw.get('FailureMessage', 'no reason given')}")
         return nat_id if gw["State"] == "available" else None
 
-    poll(available, what=f"NAT gateway {nat_id}", timeout=NAT_TIMEOUT, first=0.1, cap=10)
+    poll(available, what=f"NAT gateway {nat_id}", timeout=NAT_TIMEOUT, first=0.1)
     ctx.log(f"nat {nat_id}")
     return str(nat_id)
 
@@ -320,4 +320,4 @@ def _wait_nat_deleted(aws: AwsClients, nat_id: str) -> None:
         return True if not gws or gws[0]["State"] in ("deleted", "failed") else None
 
     with contextlib.suppress(NotFoundError):
-        poll(gone, what=f"NAT gateway {nat_id} deletion", timeout=NAT_TIMEOUT, first=0.1, cap=10)
+        poll(gone, what=f"NAT gateway {nat_id} deletion", timeout=NAT_TIMEOUT, first=0.1)

@@ -59,7 +59,7 @@ def _wait_states(aws: AwsClients, ids: list[str], wanted: str, *, settled: tuple
             raise InvalidRequestError(f"instances {', '.join(gone)} were terminated outside vmplane")
         return states if all(s in settled for s in states.values()) else None
 
-    return poll(check, what=f"{len(ids)} instances to be {wanted}", timeout=RUNNING_TIMEOUT, first=0.1, cap=10)
+    return poll(check, what=f"{len(ids)} instances to be {wanted}", timeout=RUNNING_TIMEOUT, first=0.1)
 
 
 def stop_pool(aws: AwsClients, ctx: Context, pool_name: str) -> None:

@@ -32,7 +32,7 @@ def wait_healthy(aws: AwsClients, ctx: Context, instance_id: str, timeout: float
         state = desc["TargetHealthDescriptions"][0]["TargetHealth"]["State"]
         return state if state == "healthy" else None
 
-    return poll(healthy, what=f"target {instance_id} to be healthy", timeout=timeout, first=0.1, cap=10)
+    return poll(healthy, what=f"target {instance_id} to be healthy", timeout=timeout, first=0.1)
 
 
 def drain_target(aws: AwsClients, ctx: Context, instance_id: str) -> None:

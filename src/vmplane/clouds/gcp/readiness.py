@@ -65,6 +65,7 @@ def wait_bootstrapped(gcp: GcpClients, ctx: Context, recs: list[VMRecord] | None
             first=POLL_FIRST,
             factor=POLL_FACTOR,
             cap=POLL_CAP,
+            late=None,  # Google allows 10 guest-attribute queries a minute per VM: the backoff alone
         )
     except DeadlineExceededError as err:
         raise bootstrap_timed_out(ctx, vms, timeout) from err
