@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 import pytest
 from moto import settings as moto_settings
 from pydantic import ValidationError
 
-from vmplane.clouds.aws import lb, naming
+from vmplane.clouds.aws import certs, lb, naming
 from vmplane.clouds.aws.driver import AwsDriver
 from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.aws.session import AwsTarget
+from vmplane.clouds.base import API_CALLS
 from vmplane.clouds.errors import InvalidRequestError
 from vmplane.state import VMState
 
@@ -226,3 +228,52 @@ def test_a_load_balancer_of_another_owner_is_never_adopted(aws, spec, zone):
     )
     with pytest.raises(ConflictError, match="belongs to another job or owner"):
         driver.ensure_load_balancer(ctx)
+
+
+def test_a_provision_requests_the_certificate_beside_the_identity_and_the_lb_step_reuses_it(aws_iam, spec):
+    """stepCreateIAM (first wave after stepValidate, beside the network) requests the certificate and
+    writes its validation record; stepCreateLoadBalancer then makes no ACM or Route53 call at all."""
+    made = aws_iam.route53.create_hosted_zone(Name="example.test", CallerReference="zone-1")
+    zone = made["HostedZone"]["Id"].rsplit("/", 1)[-1]
+    driver = AwsDriver(AwsTarget(region=REGION))
+    ctx = make_ctx(variant(spec, loadBalancer={"domain": DOMAIN}))
+    driver.preflight(ctx)
+    driver.ensure_identity(ctx)
+    ids = aws_ids(ctx.infra)
+    assert ids.CertificateReady and ids.CertificateRequested and ctx.infra.NetworkID is None
+    assert [c["CertificateArn"] for c in driver.aws.acm.list_certificates()["CertificateSummaryList"]] == [
+        ids.CertificateArn
+    ]
+    assert [t for _, t in _records(driver.aws, zone)] == ["CNAME"]
+    assert [r.Type for r in ids.DNSRecords] == ["CNAME"]
+    for step in (driver.ensure_network, driver.ensure_launch_templates, driver.ensure_vms):
+        step(ctx)
+    tally: Counter[str] = Counter()
+    token = API_CALLS.set(tally)
+    try:
+        driver.ensure_load_balancer(ctx)
+    finally:
+        API_CALLS.reset(token)
+    assert not [op for op in tally if op.startswith(("acm.", "route53."))]
+    for step in (driver.ensure_target_group, driver.ensure_listener, driver.ensure_dns_record):
+        step(ctx)
+    assert _counts(driver.aws) == {"lb": 1, "tg": 1, "cert": 1, "listeners": 2}
+    # Detach forgets the certificate, so a later attach requests a new one in stepCreateLoadBalancer.
+    driver.detach_load_balancer(ctx, keep_vms=True)
+    assert not aws_ids(ctx.infra).CertificateReady
+    _attach(driver, ctx)
+    assert _counts(driver.aws)["cert"] == 1 and aws_ids(ctx.infra).CertificateReady
+
+
+def test_a_crash_before_the_certificate_is_ready_redoes_the_request_without_a_second_certificate(aws, spec, zone):
+    driver = AwsDriver(AwsTarget(region=REGION))
+    ctx = make_ctx(variant(spec, loadBalancer={"domain": DOMAIN}))
+    driver.preflight(ctx)
+    certs.request(driver.aws, ctx)
+    # As if killed after the request and the record, before the flag: the next run finds and finishes it.
+    aws_ids(ctx.infra).CertificateReady = False
+    arn = aws_ids(ctx.infra).CertificateArn
+    certs.request(driver.aws, ctx)
+    assert aws_ids(ctx.infra).CertificateArn == arn and aws_ids(ctx.infra).CertificateReady
+    assert len(driver.aws.acm.list_certificates()["CertificateSummaryList"]) == 1
+    assert [t for _, t in _records(driver.aws, zone)] == ["CNAME"]

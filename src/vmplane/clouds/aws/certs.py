@@ -1,6 +1,11 @@
 """ACM certificates for the HTTPS listener: requested with DNS validation (the validation record is
-written into the hosted zone at once, so validation runs while the VMs boot), or an existing ARN taken
-as is. Only certificates vmplane requested are deleted."""
+written into the hosted zone at once, so validation runs while the network, the ALB and the VMs are
+built), or an existing ARN taken as is. Only certificates vmplane requested are deleted.
+
+A provision requests it in stepCreateIAM, whose inputs (the spec, stepValidate's hosted zone) are
+ready in the first wave that creates anything; stepCreateLoadBalancer calls `request` again, which does
+nothing once `CertificateReady` is recorded and does the whole request when the LB is attached later.
+"""
 
 from __future__ import annotations
 
@@ -25,8 +30,11 @@ _ACTIVE_CERT = ["PENDING_VALIDATION", "ISSUED"]
 def request(aws: AwsClients, ctx: Context) -> None:
     lb, infra, t = ctx.spec.load_balancer, ctx.infra, ctx.tagger
     assert lb is not None
+    if aws_ids(infra).CertificateReady and aws_ids(infra).CertificateArn:
+        return
     if lb.certificate_arn:
         aws_ids(infra).CertificateArn, aws_ids(infra).CertificateRequested = lb.certificate_arn, False
+        aws_ids(infra).CertificateReady = True
         ctx.save()
         return
     arn = _find_job_certificate(aws, t, lb.domain)
@@ -49,6 +57,8 @@ def request(aws: AwsClients, ctx: Context) -> None:
     ctx.save()
     if aws_ids(infra).HostedZoneID:
         _write_validation_record(aws, ctx, arn)
+    aws_ids(infra).CertificateReady = True  # last: a crash before it redoes the (idempotent) request
+    ctx.save()
     ctx.log(f"certificate {arn} {verb} for {lb.domain} (DNS validation)")
 
 
@@ -98,10 +108,12 @@ def delete_job_certificates(aws: AwsClients, ctx: Context) -> None:
             what=f"delete certificate {arn}",
             timeout=DELETE_TIMEOUT,
         )
-    aws_ids(infra).CertificateArn, aws_ids(infra).CertificateRequested, aws_ids(infra).CertificateRequestToken = (
+    ids = aws_ids(infra)
+    ids.CertificateArn, ids.CertificateRequested, ids.CertificateRequestToken, ids.CertificateReady = (
         None,
         False,
         None,
+        False,
     )
     ctx.save()
 

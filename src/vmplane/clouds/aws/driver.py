@@ -6,6 +6,7 @@ import shutil
 from typing import Any
 
 from vmplane.clouds.aws import (
+    certs,
     compute,
     iam,
     inventory,
@@ -69,6 +70,10 @@ class AwsDriver(CloudDriver):
 
     def ensure_identity(self, ctx: Context) -> None:
         iam.ensure_identity(self.aws, ctx)
+        if ctx.spec.load_balancer is not None:
+            # Needs only the spec and the hosted zone: requested beside the network, so its DNS
+            # validation (minutes on AWS) runs while the network, the ALB and the VMs are built.
+            certs.request(self.aws, ctx)
 
     def ensure_launch_templates(self, ctx: Context) -> None:
         templates.ensure_launch_templates(self.aws, ctx)

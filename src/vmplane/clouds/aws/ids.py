@@ -46,6 +46,7 @@ class AwsInfra(CloudInfra):
     CertificateArn: str | None = None
     CertificateRequested: bool = False  # True when vmplane requested it (and so deletes it)
     CertificateRequestToken: str | None = None  # ACM idempotency token of the request in flight
+    CertificateReady: bool = False  # requested (or given) and its validation record written: not redone
     HostedZoneID: str | None = None
     DNSRecords: list[DnsRecord] = Field(default_factory=list)
     # Schedules (for the record: teardown finds them by name and tag). ASG pools: pool -> scheduled

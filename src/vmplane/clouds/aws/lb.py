@@ -84,7 +84,8 @@ def preflight(aws: AwsClients, ctx: Context) -> None:
 
 
 def ensure_load_balancer(aws: AwsClients, ctx: Context) -> None:
-    """The LB security group, the certificate request (early, so DNS validation runs while VMs boot), the ALB."""
+    """The LB security group, the certificate (already requested by stepCreateIAM in a provision; an
+    attach requests it here), the ALB."""
     infra, t = ctx.infra, ctx.tagger
     name = naming.lb_base_name(ctx.spec)
     aws_ids(infra).LoadBalancerName = name

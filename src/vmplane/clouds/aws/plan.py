@@ -50,6 +50,8 @@ def provision_resources(spec: EnvSpec, infra: InfraConfig) -> list[PlannedResour
         sched_role = naming.scheduler_role_name(spec)
         plus("aws_iam_role", sched_role, step, "EventBridge Scheduler: ec2:Start/StopInstances on this job's VMs only")
         plus("aws_iam_role_policy", f"{sched_role}/{scheduler_role.POLICY_NAME}", step)
+    if spec.load_balancer is not None:
+        add.append(_certificate(spec, step))  # requested beside the identity (certs.py says why)
     step = "stepCreateLaunchTemplate"
     group = naming.vm_group_name(spec)
     plus("aws_security_group", group, step, "ingress from inside the VPC only; no port 22")
@@ -81,7 +83,7 @@ def provision_resources(spec: EnvSpec, infra: InfraConfig) -> list[PlannedResour
             )
     add.extend(schedule_resources(spec))
     if spec.load_balancer is not None:
-        add.extend(lb_resources(spec))
+        add.extend(lb_resources(spec, certificate=False))
     return add
 
 
@@ -110,7 +112,15 @@ def schedule_resources(spec: EnvSpec) -> list[PlannedResource]:
     return out
 
 
-def lb_resources(spec: EnvSpec) -> list[PlannedResource]:
+def _certificate(spec: EnvSpec, step: str) -> PlannedResource:
+    lb = spec.load_balancer
+    assert lb is not None
+    cert = f"existing {lb.certificate_arn}" if lb.certificate_arn else "requested, DNS validation"
+    return PlannedResource(Action.create, "aws_acm_certificate", lb.domain, step, cert)
+
+
+def lb_resources(spec: EnvSpec, *, certificate: bool = True) -> list[PlannedResource]:
+    """The LB's parts; `certificate=False` when a provision requests it in stepCreateIAM."""
     lb = spec.load_balancer
     assert lb is not None
     hc = lb.health_check
@@ -120,13 +130,12 @@ def lb_resources(spec: EnvSpec) -> list[PlannedResource]:
         "stepCreateListener",
         "stepCreateDNSRecord",
     )
-    cert = f"existing {lb.certificate_arn}" if lb.certificate_arn else "requested, DNS validation"
     alb = naming.lb_base_name(spec)
     return [
         PlannedResource(
             Action.create, "aws_security_group", naming.lb_group_name(spec), first, "tcp/443, tcp/80 from anywhere"
         ),
-        PlannedResource(Action.create, "aws_acm_certificate", lb.domain, first, cert),
+        *([_certificate(spec, first)] if certificate else []),
         PlannedResource(Action.create, "aws_lb", alb, first, "application, internet-facing, public subnets"),
         PlannedResource(
             Action.create,
