@@ -411,3 +411,20 @@ def test_a_crash_right_after_modify_vpc_attribute_converges_on_resume(aws, spec)
     assert tags_of(group["SecurityGroups"][0])["zop:jobId"] == JOB_ID
     for attr, key in (("enableDnsSupport", "EnableDnsSupport"), ("enableDnsHostnames", "EnableDnsHostnames")):
         assert aws.ec2.describe_vpc_attribute(VpcId=ctx.infra.NetworkID, Attribute=attr)[key]["Value"] is True
+
+
+def test_the_nat_gateway_is_created_first_and_waited_for_only_before_the_private_route(aws, spec):
+    """The NAT's minutes of `pending` overlap the rest of the network: it is created right after the VPC
+    and the public subnets, and polled only when the private route table is about to point at it."""
+    calls: list[str] = []
+    aws.ec2.meta.events.register("before-call.ec2.*", lambda model, **_: calls.append(model.name))
+    ctx = network_ctx(spec)
+    network.ensure_network(aws, ctx)
+    mutating = [c for c in calls if not c.startswith("Describe")]
+    nat = mutating.index("CreateNatGateway")
+    assert mutating[:nat] == ["CreateVpc", "CreateSubnet", "CreateSubnet", "AllocateAddress"]
+    assert {"ModifyVpcAttribute", "CreateInternetGateway", "CreateRouteTable"} <= set(mutating[nat:])
+    first_nat_poll = calls.index("DescribeNatGateways", calls.index("CreateNatGateway"))
+    assert calls[first_nat_poll - 1] == "AssociateRouteTable"  # the public table is done before the wait
+    after = ["DescribeRouteTables", "CreateRouteTable", "CreateRoute", "AssociateRouteTable", "AssociateRouteTable"]
+    assert calls[first_nat_poll + 1 :] == after  # the private table, once the gateway is available

@@ -52,6 +52,17 @@ def ensure_network(aws: AwsClients, ctx: Context) -> None:
         aws_ids(infra).VpcCidr, infra.NetworkCreated = net.cidr, True
         ctx.save()
         ctx.log(f"vpc {infra.NetworkID} ({net.cidr})")
+
+    # The NAT gateway is the long wait (minutes on AWS): created as soon as a public subnet exists, and
+    # the rest of the network is built while it is pending.
+    public_cidrs, private_cidrs = subnet_cidrs(net.cidr, len(infra.Zones))
+    if len(aws_ids(infra).PublicSubnetIDs) != len(infra.Zones):
+        aws_ids(infra).PublicSubnetIDs = _ensure_subnets(aws, ctx, "subnet-public", public_cidrs)
+        ctx.save()
+    if not aws_ids(infra).NatGatewayIDs:
+        aws_ids(infra).NatGatewayIDs = [_ensure_nat(aws, ctx)]
+        ctx.save()
+
     # Outside the create branch on purpose: the VPC id is saved before these calls, so a crash between
     # them must not leave DNS off or the default group open on resume. Each call is idempotent.
     _configure_vpc(aws, ctx)
@@ -71,16 +82,8 @@ def ensure_network(aws: AwsClients, ctx: Context) -> None:
         aws_ids(infra).InternetGatewayID = igw["InternetGatewayId"]
         ctx.save()
 
-    public_cidrs, private_cidrs = subnet_cidrs(net.cidr, len(infra.Zones))
-    if len(aws_ids(infra).PublicSubnetIDs) != len(infra.Zones):
-        aws_ids(infra).PublicSubnetIDs = _ensure_subnets(aws, ctx, "subnet-public", public_cidrs)
-        ctx.save()
     if len(infra.VMSubnetIDs) != len(infra.Zones):
         infra.VMSubnetIDs = _ensure_subnets(aws, ctx, "subnet-private", private_cidrs)
-        ctx.save()
-
-    if not aws_ids(infra).NatGatewayIDs:
-        aws_ids(infra).NatGatewayIDs = [_ensure_nat(aws, ctx)]
         ctx.save()
 
     if not aws_ids(infra).PublicRouteTableID:
@@ -89,6 +92,7 @@ def ensure_network(aws: AwsClients, ctx: Context) -> None:
         )
         ctx.save()
     if not aws_ids(infra).PrivateRouteTableID:
+        _wait_nat_available(aws, ctx)
         aws_ids(infra).PrivateRouteTableID = _ensure_route_table(
             aws, ctx, "rt-private", infra.VMSubnetIDs, {"NatGatewayId": aws_ids(infra).NatGatewayIDs[0]}
         )
@@ -219,16 +223,25 @@ def _ensure_nat(aws: AwsClients, ctx: Context) -> str:
             ClientToken=f"{ctx.job_id}-nat-0",
             TagSpecifications=tag_spec("natgateway", t.tags("nat", naming.nat_name(ctx.spec))),
         )["NatGateway"]["NatGatewayId"]
+    ctx.log(f"nat {nat_id} created (pending)")
+    return str(nat_id)
+
+
+def _wait_nat_available(aws: AwsClients, ctx: Context) -> None:
+    """Before the private route table points at it. A failed gateway is forgotten, so the resumed step
+    creates a new one (the failed one is no longer found as live)."""
+    nat_id = aws_ids(ctx.infra).NatGatewayIDs[0]
 
     def available() -> str | None:
-        gw = aws_call(ec2.describe_nat_gateways, NatGatewayIds=[nat_id])["NatGateways"][0]
+        gw = aws_call(aws.ec2.describe_nat_gateways, NatGatewayIds=[nat_id])["NatGateways"][0]
         if gw["State"] == "failed":
+            aws_ids(ctx.infra).NatGatewayIDs = []
+            ctx.save()
             raise InvalidRequestError(f"NAT gateway {nat_id} failed: {gw.get('FailureMessage', 'no reason given')}")
         return nat_id if gw["State"] == "available" else None
 
     poll(available, what=f"NAT gateway {nat_id}", timeout=NAT_TIMEOUT, first=0.1)
-    ctx.log(f"nat {nat_id}")
-    return str(nat_id)
+    ctx.log(f"nat {nat_id} available")
 
 
 def _ensure_route_table(aws: AwsClients, ctx: Context, role: str, subnet_ids: list[str], target: dict[str, str]) -> str:
