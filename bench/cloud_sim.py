@@ -255,6 +255,24 @@ def _ssm(op: str, body: str, req: bytes, c: Clocks) -> str:
     return body
 
 
+def detail(service: str, op: str, req: bytes, status: int, data: bytes) -> str:
+    """What the log keeps beyond the operation: DNS changes (ACTION name type) and refusals' error codes."""
+    if status >= 400:
+        m = re.search(rb"<Code>([^<]+)</Code>|\"__type\":\s*\"([^\"]+)\"", data)
+        return (m.group(1) or m.group(2) or b"").decode("utf-8", "replace") if m else ""
+    if service == "route53" and op == "ChangeResourceRecordSets":
+        rx = XmlEdit(req.decode("utf-8", "replace"))
+        parts = []
+        for _, change in rx.items("Action"):
+            rrs = change.child("ResourceRecordSet")
+            if rrs is not None:
+                parts.append(
+                    f"{rx.text(change.child('Action'))} {rx.text(rrs.child('Name'))} {rx.text(rrs.child('Type'))}"
+                )
+        return "; ".join(parts)
+    return ""
+
+
 REWRITES: dict[str, Callable[[str, str, bytes, Clocks], str]] = {
     "ec2": _ec2,
     "autoscaling": _autoscaling,
@@ -377,6 +395,7 @@ class Handler(BaseHTTPRequestHandler):
                     "end": time.time(),
                     "status": resp.status,
                     "rewritten": rewritten,
+                    "detail": detail(service, op, body, resp.status, data),
                 }
             )
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -51,7 +52,10 @@ class Run:
     busy: float = 0.0  # time with at least one call in flight
     median_call: float = 0.0
     rewritten: int = 0  # answers the proxy kept pending
-    steps: dict[str, float] = field(default_factory=dict)
+    steps: dict[str, float] = field(default_factory=dict)  # vmplane: its steps; Terraform: its resources
+
+
+_TF_DONE = re.compile(r"^(\S+): (?:Creation|Destruction) complete after (?:(\d+)m)?(\d+)s", re.MULTILINE)
 
 
 def window(log: Path, run: Run) -> list[dict[str, Any]]:
@@ -114,7 +118,8 @@ def terraform(mode: str, kind: str, stack: Path, env: dict[str, str]) -> Run:
     (stack / f"{kind}.log").write_text(proc.stdout + proc.stderr)
     if proc.returncode != 0:
         raise BenchError(f"terraform {kind} exited {proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
-    return Run(mode, "terraform", kind, wall, t0, time.time())
+    steps = {m[1]: 60.0 * int(m[2] or 0) + int(m[3]) for m in _TF_DONE.finditer(proc.stdout)}
+    return Run(mode, "terraform", kind, wall, t0, time.time(), steps=steps)
 
 
 def one_mode(
@@ -127,26 +132,30 @@ def one_mode(
     port = str(proxy.server_address[1])
     env = sb_env | {"VMPLANE_HOME": str(base / f"home-{mode}"), "VMPLANE_SANDBOX_PORT": port}
     runs: list[Run] = []
+    errors: list[str] = []
     try:
-        for kind in ("apply", "destroy"):
-            run, _ = vmplane_run(mode, kind, args.example, env)
-            runs.append(fill(run, log))
-            note(f"{mode}: vmplane {kind} {run.wall:.1f} s, {run.calls} calls", t0)
-        tenv = None if args.no_terraform else tf_env(base)
-        if tenv is not None:
-            stack = base / f"stack-{mode}"
-            _, proc = run_cli(["tf", "generate", "-f", str(args.example), "-d", str(stack), "--sandbox"], env)
-            if proc.returncode != 0:
-                raise BenchError(f"vmplane tf generate failed: {proc.stderr}")
-            terraform(mode, "init", stack, tenv)
+        try:
             for kind in ("apply", "destroy"):
-                runs.append(fill(terraform(mode, kind, stack, tenv), log))
-                note(f"{mode}: terraform {kind} {runs[-1].wall:.1f} s, {runs[-1].calls} calls", t0)
-        elif not args.no_terraform:
+                run, _ = vmplane_run(mode, kind, args.example, env)
+                runs.append(fill(run, log))
+                note(f"{mode}: vmplane {kind} {run.wall:.1f} s, {run.calls} calls", t0)
+        except BenchError as err:
+            errors.append(f"vmplane: {err}")
+        tenv = None if args.no_terraform or errors else tf_env(base)
+        if tenv is not None:
+            try:
+                terraform_phases(mode, args, base, env, tenv, log, runs, t0)
+            except BenchError as err:
+                errors.append(f"terraform: {err}")
+        elif not args.no_terraform and not errors:
             note("terraform or its provider mirror is absent: Terraform not measured", t0)
     finally:
         proxy.shutdown()
         proxy.server_close()
+    for e in errors:
+        note(f"{mode}: FAILED {e[:3000]}", t0)
+    if not runs:
+        raise BenchError(f"{mode}: nothing measured")
     call_s = runs[0].median_call
     paths = {}
     for kind, model in (("apply", sim_model.APPLY), ("destroy", sim_model.DESTROY)):
@@ -158,7 +167,40 @@ def one_mode(
         "callSeconds": call_s,
         "runs": [asdict(r) for r in runs],
         "criticalPath": paths,
+        "errors": errors,
     }
+
+
+def terraform_phases(
+    mode: str,
+    args: argparse.Namespace,
+    base: Path,
+    env: dict[str, str],
+    tenv: dict[str, str],
+    log: Path,
+    runs: list[Run],
+    t0: float,
+) -> None:
+    stack = (args.keep_logs or base) / f"stack-{mode}"
+    _, proc = run_cli(["tf", "generate", "-f", str(args.example), "-d", str(stack), "--sandbox"], env)
+    if proc.returncode != 0:
+        raise BenchError(f"vmplane tf generate failed: {proc.stderr}")
+    terraform(mode, "init", stack, tenv)
+    for kind in ("apply", "destroy"):
+        try:
+            runs.append(fill(terraform(mode, kind, stack, tenv), log))
+        except BenchError:
+            if kind == "apply":  # leave the sandbox clean for the next mode (unmeasured)
+                subprocess.run(
+                    ["terraform", "destroy", "-auto-approve", "-input=false"],
+                    cwd=stack,
+                    env=tenv,
+                    capture_output=True,
+                    timeout=TF_TIMEOUT,
+                    check=False,
+                )
+            raise
+        note(f"{mode}: terraform {kind} {runs[-1].wall:.1f} s, {runs[-1].calls} calls", t0)
 
 
 def verdict(ok: bool) -> str:
@@ -198,7 +240,15 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> str:
             steps = ", ".join(f"{n.removeprefix('step')} {s:.1f}" for n, s in vm[kind]["steps"].items() if s >= 0.3)
             out.append(f"vmplane {kind} steps >= 0.3 s: {steps}")
         tf = {r["kind"]: r for r in res["runs"] if r["tool"] == "terraform"}
+        for kind in tf:
+            slow = sorted(tf[kind]["steps"].items(), key=lambda kv: -kv[1])[:5]
+            out.append(f"terraform {kind}, slowest resources: {', '.join(f'{n} {s:.0f}' for n, s in slow)}")
         cp = {k: v["seconds"] for k, v in res["criticalPath"].items()}
+        if res["errors"]:
+            out += [f"FAILED ({res['mode']}): {e.splitlines()[0]}" for e in res["errors"]]
+        if "destroy" not in vm:
+            out.append("")
+            continue
         if res["factor"] > 0:
             a, d = vm["apply"]["wall"], vm["destroy"]["wall"]
             lim = 1.25 * cp["apply"]
@@ -258,6 +308,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             stop_sandbox(sb_env)
             note("sandbox stopped", t0)
     print(report(results, args))
+    failed = any(r["errors"] for r in results)
     if args.json_out:
         data = {
             "example": str(args.example),
@@ -266,7 +317,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "modes": results,
         }
         args.json_out.write_text(json.dumps(data, indent=2) + "\n")
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
