@@ -289,24 +289,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.keep_logs.mkdir(parents=True, exist_ok=True)
     results = []
     with tempfile.TemporaryDirectory(prefix="vmplane-sim-") as tmp:
-        base = Path(tmp)
-        sb_env = {
-            **os.environ,
-            "VMPLANE_HOME": str(base / "sandbox"),
-            "VMPLANE_SANDBOX_PORT": str(free_port()),
-            "VMPLANE_GCP_SANDBOX_PORT": str(free_port()),
-        }
-        try:
-            _, proc = run_cli(["sandbox", "start"], sb_env)
-            if proc.returncode != 0:
-                raise BenchError(f"sandbox start failed ({proc.returncode}): {proc.stderr or proc.stdout}")
-            warm = [phase(k, args.example, sb_env) for k in ("apply", "destroy")]  # moto's catalogues, unmeasured
-            note(f"sandbox up; warm-up apply {warm[0].wall:.1f} s, destroy {warm[1].wall:.1f} s (straight to moto)", t0)
-            for mode in modes:
+        for mode in modes:
+            # A fresh sandbox per mode: after the sim mode's Terraform destroy and the latency mode's vmplane
+            # apply+destroy, moto once still held the domain's A record (bench/README.md, issue 12).
+            base = Path(tmp) / mode
+            sb_env = {
+                **os.environ,
+                "VMPLANE_HOME": str(base / "sandbox"),
+                "VMPLANE_SANDBOX_PORT": str(free_port()),
+                "VMPLANE_GCP_SANDBOX_PORT": str(free_port()),
+            }
+            try:
+                _, proc = run_cli(["sandbox", "start"], sb_env)
+                if proc.returncode != 0:
+                    raise BenchError(f"sandbox start failed ({proc.returncode}): {proc.stderr or proc.stdout}")
+                warm = [phase(k, args.example, sb_env) for k in ("apply", "destroy")]  # moto's catalogues
+                note(
+                    f"{mode}: sandbox up; unmeasured warm-up apply {warm[0].wall:.1f} s, destroy {warm[1].wall:.1f} s",
+                    t0,
+                )
                 results.append(one_mode(mode, args.factor if mode == "sim" else 0.0, args, base, sb_env, t0))
-        finally:
-            stop_sandbox(sb_env)
-            note("sandbox stopped", t0)
+            finally:
+                stop_sandbox(sb_env)
+                note(f"{mode}: sandbox stopped", t0)
     print(report(results, args))
     failed = any(r["errors"] for r in results)
     if args.json_out:
