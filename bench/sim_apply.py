@@ -218,9 +218,11 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> str:
         for r in res["runs"]:
             crit = res["criticalPath"][r["kind"]]["seconds"]
             span = f"{r['span']:7.2f}" if r["span"] is not None else f"{'-':>7}"
+            # Without pending states the path is the dependent-call chain, reported below; no ratio here.
+            ratio = f"{crit:7.2f} {r['wall'] / crit:9.2f}" if res["factor"] > 0 else f"{'-':>7} {'-':>9}"
             out.append(
                 f"{res['mode']:8} {r['tool']:10} {r['kind']:8} {r['wall']:7.2f} {span} {r['calls']:5d} "
-                f"{r['call_sum']:8.2f} {r['busy']:7.2f} {r['rewritten']:4d} {crit:7.2f} {r['wall'] / crit:9.2f}"
+                f"{r['call_sum']:8.2f} {r['busy']:7.2f} {r['rewritten']:4d} {ratio}"
             )
     out += [
         "",
