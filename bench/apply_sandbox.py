@@ -122,6 +122,24 @@ def _gone(pid: int, wait: float) -> bool:
         time.sleep(0.05)
 
 
+def sandbox_env(home: str | Path) -> dict[str, str]:
+    """The environment of a fresh VMPLANE_HOME with the sandbox on free ports."""
+    return {
+        **os.environ,
+        "VMPLANE_HOME": str(home),
+        "VMPLANE_SANDBOX_PORT": str(free_port()),
+        "VMPLANE_GCP_SANDBOX_PORT": str(free_port()),
+    }
+
+
+def start_sandbox(env: dict[str, str]) -> float:
+    """`vmplane sandbox start` in `env`; its wall time (BenchError if it failed)."""
+    wall, proc = run_cli(["sandbox", "start"], env)
+    if proc.returncode != 0:
+        raise BenchError(f"sandbox start failed ({proc.returncode}): {proc.stderr or proc.stdout}")
+    return wall
+
+
 def stop_sandbox(env: dict[str, str]) -> None:
     """`vmplane sandbox stop`, then make sure the pid it had recorded (our sandbox) is really gone.
 
@@ -190,16 +208,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         ap.error("--runs must be at least 1")
 
     with tempfile.TemporaryDirectory(prefix="vmplane-bench-") as home:
-        env = {
-            **os.environ,
-            "VMPLANE_HOME": home,
-            "VMPLANE_SANDBOX_PORT": str(free_port()),
-            "VMPLANE_GCP_SANDBOX_PORT": str(free_port()),
-        }
+        env = sandbox_env(home)
         try:
-            start_wall, proc = run_cli(["sandbox", "start"], env)
-            if proc.returncode != 0:
-                raise BenchError(f"sandbox start failed ({proc.returncode}): {proc.stderr or proc.stdout}")
+            start_wall = start_sandbox(env)
             note(f"sandbox start: {start_wall:.2f} s on port {env['VMPLANE_SANDBOX_PORT']}", t0)
             cold = [phase("apply", args.example, env), phase("destroy", args.example, env)]
             note(f"cold run: apply {cold[0].wall:.2f} s, destroy {cold[1].wall:.2f} s", t0)

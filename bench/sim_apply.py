@@ -31,7 +31,7 @@ from typing import Any
 
 import cloud_sim
 import sim_model
-from apply_sandbox import BenchError, Phase, free_port, note, phase, run_cli, stop_sandbox
+from apply_sandbox import BenchError, Phase, free_port, note, phase, run_cli, sandbox_env, start_sandbox, stop_sandbox
 
 TF_TIMEOUT = 1800
 
@@ -295,16 +295,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             # A fresh sandbox per mode: after the sim mode's Terraform destroy and the latency mode's vmplane
             # apply+destroy, moto once still held the domain's A record (bench/README.md, issue 12).
             base = Path(tmp) / mode
-            sb_env = {
-                **os.environ,
-                "VMPLANE_HOME": str(base / "sandbox"),
-                "VMPLANE_SANDBOX_PORT": str(free_port()),
-                "VMPLANE_GCP_SANDBOX_PORT": str(free_port()),
-            }
+            sb_env = sandbox_env(base / "sandbox")
             try:
-                _, proc = run_cli(["sandbox", "start"], sb_env)
-                if proc.returncode != 0:
-                    raise BenchError(f"sandbox start failed ({proc.returncode}): {proc.stderr or proc.stdout}")
+                start_sandbox(sb_env)
                 warm = [phase(k, args.example, sb_env) for k in ("apply", "destroy")]  # moto's catalogues
                 note(
                     f"{mode}: sandbox up; unmeasured warm-up apply {warm[0].wall:.1f} s, destroy {warm[1].wall:.1f} s",
