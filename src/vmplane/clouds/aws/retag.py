@@ -47,19 +47,7 @@ def retag(aws: AwsClients, ctx: Context) -> int:
         if stale := _stale(current, ctx):
             aws_call(aws.autoscaling.delete_tags, Tags=[{**ref, "Key": k} for k in stale])
         count += 1
-    name = aws_ids(ctx.infra).RoleName or iam.role_name(ctx)
-    try:
-        role_tags = iam.role_tags(aws, name)()
-    except NotFoundError:
-        role_tags = None
-    if role_tags is not None:
-        if wanted:
-            aws_call(aws.iam.tag_role, RoleName=name, Tags=wanted)
-            aws_call(aws.iam.tag_instance_profile, InstanceProfileName=name, Tags=wanted)
-        if stale := _stale(role_tags, ctx):
-            aws_call(aws.iam.untag_role, RoleName=name, TagKeys=stale)
-            aws_call(aws.iam.untag_instance_profile, InstanceProfileName=name, TagKeys=stale)
-        count += 2
+    count += 2 * _retag_role(aws, ctx, aws_ids(ctx.infra).RoleName or iam.role_name(ctx), wanted, profile=True)
     count += _retag_scheduler(aws, ctx, wanted)
     elb_items = lb.job_elb_resources(aws, ctx.tagger)
     elb_items += lb.job_listeners(aws, ctx.tagger, [a for a, _ in elb_items if ":loadbalancer/" in a])
@@ -79,21 +67,28 @@ def retag(aws: AwsClients, ctx: Context) -> int:
     return count
 
 
+def _retag_role(aws: AwsClients, ctx: Context, name: str, wanted: list[dict[str, str]], *, profile: bool) -> int:
+    """Re-tag an IAM role (and its instance profile of the same name); 1 if it exists, 0 if it is gone."""
+    try:
+        tags = iam.role_tags(aws, name)()
+    except NotFoundError:
+        return 0
+    if wanted:
+        aws_call(aws.iam.tag_role, RoleName=name, Tags=wanted)
+        if profile:
+            aws_call(aws.iam.tag_instance_profile, InstanceProfileName=name, Tags=wanted)
+    if stale := _stale(tags, ctx):
+        aws_call(aws.iam.untag_role, RoleName=name, TagKeys=stale)
+        if profile:
+            aws_call(aws.iam.untag_instance_profile, InstanceProfileName=name, TagKeys=stale)
+    return 1
+
+
 def _retag_scheduler(aws: AwsClients, ctx: Context, wanted: list[dict[str, str]]) -> int:
     """The scheduler's role and schedule group, where the job has them (schedules take no tags)."""
     ids, count = aws_ids(ctx.infra), 0
     if ids.SchedulerRoleName:
-        name = ids.SchedulerRoleName
-        try:
-            tags = iam.role_tags(aws, name)()
-        except NotFoundError:
-            tags = None
-        if tags is not None:
-            if wanted:
-                aws_call(aws.iam.tag_role, RoleName=name, Tags=wanted)
-            if stale := _stale(tags, ctx):
-                aws_call(aws.iam.untag_role, RoleName=name, TagKeys=stale)
-            count += 1
+        count += _retag_role(aws, ctx, ids.SchedulerRoleName, wanted, profile=False)
     if ids.ScheduleGroupName and (group := eventbridge.owned_group(aws, ctx)) is not None:
         arn, tags = group
         if wanted:
