@@ -6,6 +6,9 @@ A node is (calls, wait, needs): `calls` API calls that must run one after anothe
 one kind, such as the four CreateSubnet, count once), then `wait` (a cloud_sim.REAL_S key) if any.
 Modelled as the simulation behaves (bench/README.md): moto deletes an auto scaling group and its
 instances at once and the proxy cannot hold them back, so the destroy model has no termination wait.
+What AWS itself requires is in the edges: a public NAT gateway and an internet-facing ALB need the
+attached internet gateway, the VMs' bootstrap needs the NAT route (egress at first boot), and the
+gateway cannot be detached while a public address (the NAT's, the ALB's) is mapped in the VPC.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ APPLY: dict[str, Node] = {
     "igw.create": (1, None, ["preflight"]),
     "igw.attach": (1, None, ["vpc", "igw.create"]),
     "eip": (1, None, ["preflight"]),
-    "nat.create": (1, None, ["subnets", "eip"]),
+    "nat.create": (1, None, ["subnets", "eip", "igw.attach"]),  # a public NAT fails without an attached gateway
     "nat.available": (0, "nat", ["nat.create"]),
     "nat.seen": (1, None, ["nat.available"]),  # the DescribeNatGateways that sees it available
     "rt.public": (1, None, ["vpc"]),
@@ -38,7 +41,8 @@ APPLY: dict[str, Node] = {
     "sg.vm": (1, None, ["vpc"]),
     "sg.vm.rules": (1, None, ["sg.vm"]),
     "launch-template": (1, None, ["sg.vm", "iam.profile.role"]),
-    "asg": (1, None, ["launch-template", "subnets"]),
+    # The bootstrap installs Docker and pulls NGINX at first boot: instances launch once egress exists.
+    "asg": (1, None, ["launch-template", "subnets", "rt.private.route"]),
     "asg.policy": (1, None, ["asg"]),
     "instances.running": (0, "instance", ["asg"]),
     "bootstrap": (0, "bootstrap", ["instances.running"]),
@@ -51,7 +55,7 @@ APPLY: dict[str, Node] = {
     "sg.lb": (1, None, ["vpc"]),
     "sg.lb.rules": (1, None, ["sg.lb"]),
     "sg.vm.from-lb": (1, None, ["sg.vm", "sg.lb"]),
-    "alb.create": (1, None, ["subnets", "sg.lb"]),
+    "alb.create": (1, None, ["subnets", "sg.lb", "igw.attach"]),  # internet-facing: the VPC needs its gateway
     "alb.active": (0, "alb", ["alb.create"]),
     "alb.seen": (1, None, ["alb.active"]),
     "target-group": (1, None, ["vpc"]),
@@ -89,7 +93,7 @@ DESTROY: dict[str, Node] = {
     "eip.release": (1, None, ["nat.seen"]),
     "rt.disassociate": (1, None, ["discover"]),
     "rt.delete": (1, None, ["rt.disassociate"]),
-    "igw.detach": (1, None, ["nat.seen"]),  # refused while the NAT's public address is mapped
+    "igw.detach": (1, None, ["nat.seen", "alb.delete"]),  # refused while a public address (NAT, ALB) is mapped
     "igw.delete": (1, None, ["igw.detach"]),
     "subnets.delete": (1, None, ["nat.seen", "asg.gone", "alb.delete", "rt.disassociate"]),
     "vpc.delete": (1, None, ["subnets.delete", "igw.detach", "sg.vm.delete", "sg.lb.delete", "rt.delete"]),

@@ -298,6 +298,22 @@ def test_delete_network_with_a_lost_record_still_finds_by_tag(aws, spec, built):
     assert len(_default_vpcs(aws)) == 1
 
 
+def test_delete_network_removes_only_the_nat_gateway_and_its_address_before_its_inputs_are_gone(aws, built):
+    """An early teardown step: the NAT (a minute on AWS) goes while the LB and the VMs are removed; the
+    subnets, route tables, gateway and VPC only after `wait_inputs` (the steps before it) returns."""
+    calls: list[str] = []
+    aws.ec2.meta.events.register("before-call.ec2.*", lambda model, **_: calls.append(model.name))
+    built.wait_inputs = lambda: calls.append("wait_inputs")
+    network.delete_network(aws, built)
+    at = calls.index("wait_inputs")
+    before = [c for c in calls[:at] if not c.startswith("Describe")]
+    assert before[0] == "DeleteNatGateway"
+    assert set(before) == {"DeleteNatGateway", "DisassociateAddress", "ReleaseAddress"}  # retried while in use
+    after = {c for c in calls[at + 1 :] if not c.startswith("Describe")}
+    assert {"DeleteSubnet", "DeleteRouteTable", "DetachInternetGateway", "DeleteVpc"} <= after
+    assert all(not items for items in _job_resources(aws).values())
+
+
 def test_delete_network_twice_is_harmless(aws, built):
     network.delete_network(aws, built)
     network.delete_network(aws, built)
@@ -413,18 +429,34 @@ def test_a_crash_right_after_modify_vpc_attribute_converges_on_resume(aws, spec)
         assert aws.ec2.describe_vpc_attribute(VpcId=ctx.infra.NetworkID, Attribute=attr)[key]["Value"] is True
 
 
-def test_the_nat_gateway_is_created_first_and_waited_for_only_before_the_private_route(aws, spec):
-    """The NAT's minutes of `pending` overlap the rest of the network: it is created right after the VPC
-    and the public subnets, and polled only when the private route table is about to point at it."""
+def test_the_nat_gateway_is_created_early_and_waited_for_only_before_the_private_route(aws, spec):
+    """The NAT's minutes of `pending` overlap the rest of the network: it is created right after the VPC,
+    the public subnets and the internet gateway (without an attached gateway a public NAT fails), and
+    polled only when the private route table is about to point at it."""
     calls: list[str] = []
     aws.ec2.meta.events.register("before-call.ec2.*", lambda model, **_: calls.append(model.name))
     ctx = network_ctx(spec)
+    ctx.reached = lambda milestone: calls.append(f"reached {milestone}")
     network.ensure_network(aws, ctx)
+    # The LB and the launch templates may start here: VPC, public subnets and gateway exist, nothing private.
+    assert calls.index("CreateNatGateway") < calls.index("reached public") < calls.index("ModifyVpcAttribute")
+    calls.remove("reached public")
     mutating = [c for c in calls if not c.startswith("Describe")]
     nat = mutating.index("CreateNatGateway")
-    assert mutating[:nat] == ["CreateVpc", "CreateSubnet", "CreateSubnet", "AllocateAddress"]
-    assert {"ModifyVpcAttribute", "CreateInternetGateway", "CreateRouteTable"} <= set(mutating[nat:])
+    # Subnets, gateway and address side by side (any order among them), the gateway attached once created.
+    assert mutating[0] == "CreateVpc"
+    assert sorted(mutating[1:nat]) == sorted(
+        ["CreateSubnet", "CreateSubnet", "CreateInternetGateway", "AttachInternetGateway", "AllocateAddress"]
+    )
+    assert mutating.index("CreateInternetGateway") < mutating.index("AttachInternetGateway")
     first_nat_poll = calls.index("DescribeNatGateways", calls.index("CreateNatGateway"))
-    assert calls[first_nat_poll - 1] == "AssociateRouteTable"  # the public table is done before the wait
-    after = ["DescribeRouteTables", "CreateRouteTable", "CreateRoute", "AssociateRouteTable", "AssociateRouteTable"]
-    assert calls[first_nat_poll + 1 :] == after  # the private table, once the gateway is available
+    # The VPC settings, the private subnets and the public table are all done before the wait.
+    between = [c for c in calls[calls.index("CreateNatGateway") + 1 : first_nat_poll] if not c.startswith("Describe")]
+    assert sorted(between) == sorted(
+        ["ModifyVpcAttribute"] * 2
+        + ["RevokeSecurityGroupEgress", "CreateTags", "CreateSubnet", "CreateSubnet"]
+        + ["CreateRouteTable", "CreateRoute", "AssociateRouteTable", "AssociateRouteTable"]
+    )
+    after = calls[first_nat_poll + 1 :]  # the private table, once the gateway is available
+    assert after[:3] == ["DescribeRouteTables", "CreateRouteTable", "CreateRoute"]
+    assert after[3:] == ["AssociateRouteTable", "AssociateRouteTable"]

@@ -10,7 +10,7 @@ from vmplane.clouds.aws.driver import AwsDriver
 from vmplane.clouds.aws.ids import AwsInfra
 from vmplane.clouds.aws.session import AwsTarget
 from vmplane.clouds.azure import AzureDriver
-from vmplane.clouds.base import DEFAULT_DEPENDS
+from vmplane.clouds.steps import DEFAULT_DEPENDS, step_of
 from vmplane.pipeline.plan import (
     LB_STEPS,
     PROVISION_STEPS,
@@ -22,6 +22,7 @@ from vmplane.pipeline.plan import (
     PlannedResource,
     provision_plan,
     provision_steps,
+    step_graph,
     teardown_plan,
     waves,
 )
@@ -253,11 +254,30 @@ def test_independent_steps_share_a_wave_and_every_step_follows_its_inputs(spec):
     flat = [s for wave in waves_of(provision_steps(with_lb)) for s in wave]
     assert sorted(flat) == sorted(provision_steps(with_lb))
     for name, deps in DEFAULT_DEPENDS.items():
-        assert all(flat.index(d) < flat.index(name) for d in deps)
+        if name in flat:  # a milestone counts as its whole step in the waves
+            assert all(flat.index(step_of(d)) < flat.index(name) for d in deps)
 
 
-def test_teardown_and_operations_keep_their_order():
-    assert waves_of(TEARDOWN_STEPS) == [[s] for s in TEARDOWN_STEPS]
+def test_the_graph_lets_the_lb_and_templates_start_at_the_network_milestone(spec):
+    with_lb = variant(spec, loadBalancer={"domain": "app.example.com"})
+    graph = step_graph(provision_steps(with_lb), DRIVER.step_dependencies())
+    assert graph["stepCreateLoadBalancer"] == ["stepCreateNetwork:public", "stepCreateIAM"]
+    assert graph["stepCreateLaunchTemplate"] == ["stepCreateNetwork:public", "stepCreateIAM"]
+    assert graph["stepCreateVMs"] == ["stepCreateLaunchTemplate", "stepCreateNetwork"]
+    assert graph["stepCreateTargetGroup"] == ["stepCreateLoadBalancer", "stepCreateVMs:running"]
+    assert graph["stepRegisterSpace"] == provision_steps(with_lb)[: provision_steps(with_lb).index("stepRegisterSpace")]
+    # Attaching an LB later: the network is done, so nothing of it is waited for.
+    assert step_graph([*LB_STEPS, "stepRegisterSpace"], DRIVER.step_dependencies())["stepCreateLoadBalancer"] == []
+
+
+def test_teardown_removes_what_the_vms_used_side_by_side_and_operations_keep_their_order():
+    assert waves_of(TEARDOWN_STEPS) == [
+        ["stepDetachLoadBalancer"],
+        ["stepTerminateVMs"],
+        ["stepDeleteLaunchTemplate", "stepDeleteSecurityGroup", "stepDeleteIAM"],
+        ["stepDeleteNetwork"],
+        ["stepUnregisterSpace"],
+    ]
     assert waves_of(["stepRotateVMs", "stepRegisterSpace"]) == [["stepRotateVMs"], ["stepRegisterSpace"]]
     # Attaching an LB later: the network and VMs exist already, so only the LB steps' own order counts.
     assert waves_of([*LB_STEPS, "stepRegisterSpace"]) == [

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import abc
 import contextvars
+import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from typing import Any, ClassVar
 from vmplane.bootstrap.cloudinit import check_user_data_size, render_user_data
 from vmplane.bootstrap.runtime import render_push_script
 from vmplane.clouds.errors import DeadlineExceededError, UnsupportedError
+from vmplane.clouds.steps import DEFAULT_DEPENDS
 from vmplane.envspec.models import CertSource, Cloud, EnvSpec, ExecMode
 from vmplane.state import InfraConfig, VMRecord, VMState
 
@@ -26,6 +28,14 @@ MANAGED_BY = "vmplane"
 # A per-step tally of cloud API calls ("service.Operation" -> count). The pipeline sets a fresh
 # Counter around each step; drivers' SDK hooks increment it. Recorded on the step (for bench/).
 API_CALLS: contextvars.ContextVar[Counter[str] | None] = contextvars.ContextVar("vmplane_api_calls", default=None)
+_COUNT_LOCK = threading.Lock()  # a step's calls may run side by side (clouds.parallel)
+
+
+def count_call(name: str) -> None:
+    tally = API_CALLS.get()
+    if tally is not None:
+        with _COUNT_LOCK:
+            tally[name] += 1
 
 
 @dataclass(frozen=True)
@@ -76,6 +86,10 @@ class Context:
     tagger: Tagger
     save: Callable[[], None] = lambda: None
     log: Callable[[str], None] = lambda _msg: None
+    # A milestone (`clouds.steps`) passed: what this step's dependents read is saved, they may start.
+    reached: Callable[[str], None] = lambda _milestone: None
+    # Blocks until the steps this one needs have ended (raises if one failed): see `early_steps`.
+    wait_inputs: Callable[[], None] = lambda: None
     notes: list[str] = field(default_factory=list)  # what the user must read (shown after an operation)
 
 
@@ -299,8 +313,13 @@ class CloudDriver(abc.ABC):
     def lb_teardown_resources(self, infra: InfraConfig) -> list[PlannedResource]: ...
 
     def step_dependencies(self) -> dict[str, list[str]]:
-        """What each provisioning step needs done first; steps whose inputs are ready run side by side."""
-        return dict(DEFAULT_DEPENDS)
+        """What each step needs before it starts (`clouds.steps`); steps whose inputs are met run side by side."""
+        return {k: list(v) for k, v in DEFAULT_DEPENDS.items()}
+
+    def early_steps(self) -> frozenset[str]:
+        """Steps that start at once and call `ctx.wait_inputs()` themselves before they touch what the
+        steps they need produce (their first part needs none of it)."""
+        return frozenset()
 
     @abc.abstractmethod
     def outputs(self, spec: EnvSpec, infra: InfraConfig) -> dict[str, Any]:
@@ -314,22 +333,6 @@ class CloudDriver(abc.ABC):
 class SessionHint:
     argv: list[str]  # the command a person runs
     needs: str | None = None  # a program that must be on PATH for it (e.g. session-manager-plugin)
-
-
-# The dependencies of the provisioning steps on a cloud where nothing waits on anything not listed: IAM does
-# not wait for the network, the LB is built while the launch template and the VMs are, and the DNS
-# record while the VMs boot.
-DEFAULT_DEPENDS: dict[str, list[str]] = {
-    "stepValidate": [],
-    "stepCreateNetwork": ["stepValidate"],
-    "stepCreateIAM": ["stepValidate"],
-    "stepCreateLaunchTemplate": ["stepCreateNetwork", "stepCreateIAM"],
-    "stepCreateVMs": ["stepCreateLaunchTemplate"],
-    "stepCreateLoadBalancer": ["stepCreateNetwork"],
-    "stepCreateTargetGroup": ["stepCreateLoadBalancer", "stepCreateVMs"],  # registers the VMs
-    "stepCreateListener": ["stepCreateTargetGroup"],
-    "stepCreateDNSRecord": ["stepCreateLoadBalancer"],
-}
 
 
 def capability_problems(spec: EnvSpec, caps: Capabilities, cloud: Cloud) -> list[str]:

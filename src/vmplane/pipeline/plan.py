@@ -14,6 +14,7 @@ from graphlib import CycleError, TopologicalSorter
 from typing import Any
 
 from vmplane.clouds.base import Action, CloudDriver, PlannedResource
+from vmplane.clouds.steps import step_of
 from vmplane.cost.delta import plan_cost
 from vmplane.envspec.models import EnvSpec
 from vmplane.errors import VmplaneError
@@ -58,13 +59,13 @@ KNOWN_STEPS = frozenset([*PROVISION_STEPS, *LB_STEPS, *TEARDOWN_STEPS, *OPERATIO
 ALL_BEFORE = {"stepUpdateTags", "stepRegisterSpace"}
 
 
-def waves(names: list[str], depends: Mapping[str, list[str]]) -> list[list[str]]:
-    """Group steps into waves: each step runs in the first wave after all of its dependencies.
+def step_graph(names: list[str], depends: Mapping[str, list[str]]) -> dict[str, list[str]]:
+    """What each of `names` needs before it starts: steps or `step:milestone`s (`clouds.steps`), in order.
 
     `depends` is the driver's (`CloudDriver.step_dependencies`). A dependency outside `names` (already
     done, e.g. the network when an operation attaches an LB) counts as met; a step `depends` does not
-    list (teardown, operations) follows the step before it. A cycle is an error, and so is a dependency
-    listed after its dependent: the list is the order the user is shown.
+    list (operations) follows the step before it. A cycle is an error, and so is a dependency listed
+    after its dependent: the list is the order the user is shown.
     """
     unknown = sorted(set(names) - KNOWN_STEPS)
     if unknown:
@@ -75,18 +76,29 @@ def waves(names: list[str], depends: Mapping[str, list[str]]) -> list[list[str]]
         if name in ALL_BEFORE:
             graph[name] = names[:i]
         elif name in depends:
-            graph[name] = [d for d in depends[name] if d in order]
+            graph[name] = [d for d in depends[name] if step_of(d) in order]
         else:
             graph[name] = names[i - 1 : i]
-    sorter = TopologicalSorter(graph)
+    sorter = TopologicalSorter({name: [step_of(d) for d in deps] for name, deps in graph.items()})
     try:
         sorter.prepare()
     except CycleError as err:
         raise PlanError(f"the steps depend on each other in a cycle: {' -> '.join(err.args[1])}") from None
     for name, deps in graph.items():
-        late = [d for d in deps if order[d] > order[name]]
+        late = [step_of(d) for d in deps if order[step_of(d)] > order[name]]
         if late:
             raise PlanError(f"{name} needs {', '.join(late)}, which the plan lists after it")
+    return graph
+
+
+def waves(names: list[str], depends: Mapping[str, list[str]]) -> list[list[str]]:
+    """The steps in waves, each step in the first wave after all of its dependencies have ended (a
+    milestone counted as its whole step): the order of completion, as `vmplane plan` and bench/ show it.
+    The runner itself starts each step as soon as what it needs is met (`pipeline.stepgraph`)."""
+    graph = step_graph(names, depends)
+    order = {name: i for i, name in enumerate(names)}
+    sorter = TopologicalSorter({name: [step_of(d) for d in deps] for name, deps in graph.items()})
+    sorter.prepare()
     out: list[list[str]] = []
     while sorter.is_active():
         ready = sorted(sorter.get_ready(), key=order.__getitem__)

@@ -11,7 +11,6 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import TypeVar
 
@@ -24,8 +23,9 @@ from vmplane.clouds.registry import driver_for
 from vmplane.cost.history import record_finish
 from vmplane.envspec.models import BootstrapMode
 from vmplane.errors import VmplaneError
-from vmplane.pipeline.plan import waves
+from vmplane.pipeline.plan import step_graph
 from vmplane.pipeline.runtime_push import RuntimePushError, push_runtime
+from vmplane.pipeline.stepgraph import Hooks, StepGraph, execute
 from vmplane.state import VMState
 from vmplane.store import job_rows as jobs
 from vmplane.store.db import transaction
@@ -198,7 +198,7 @@ def _db_url() -> str:
     return get_settings().db_url
 
 
-# Steps of one wave run in threads of this process; their writes to the job row are serialised here
+# Steps run side by side in threads of this process; their writes to the job row are serialised here
 # (and each write reads the row afresh), so one step's record never overwrites another's.
 _WRITE_LOCK = threading.Lock()
 
@@ -217,8 +217,9 @@ def _write(url: str, fn: Callable[[Session], T], attempts: int = 5) -> T:
     raise AssertionError("unreachable")
 
 
-def run_step(job_id: str, name: str, phase: Phase = Phase.provision) -> str:
-    """Run step `name` of job `job_id`; returns its final status. Raises StepFailedError on failure."""
+def run_step(job_id: str, name: str, phase: Phase = Phase.provision, hooks: Hooks | None = None) -> str:
+    """Run step `name` of job `job_id`; returns its final status. Raises StepFailedError on failure.
+    `hooks` connect it to the steps running beside it (`pipeline.stepgraph`)."""
     url = _db_url()
     with transaction(url) as s:
         job = jobs.view(jobs.get_row(s, job_id))
@@ -240,14 +241,30 @@ def run_step(job_id: str, name: str, phase: Phase = Phase.provision) -> str:
         log.append(msg)
         del log[:-MAX_LOG_LINES]
 
+    def reached(milestone: str) -> None:
+        save()  # what a dependent reads when it starts must be in the job row first
+        if hooks is not None:
+            note(f"{milestone}: the steps that need it may start")
+            hooks.reached(milestone)
+
     ctx = Context(
-        job_id=job_id, spec=job.spec, infra=infra, tagger=Tagger.for_spec(job.spec, job_id), save=save, log=note
+        job_id=job_id,
+        spec=job.spec,
+        infra=infra,
+        tagger=Tagger.for_spec(job.spec, job_id),
+        save=save,
+        log=note,
+        reached=reached,
+        wait_inputs=hooks.wait_inputs if hooks is not None else lambda: None,
     )
     tally: Counter[str] = Counter()
     token = API_CALLS.set(tally)
     error: BaseException | None = None
     try:
         STEPS[name](driver_for(job.target), ctx, job)
+        if hooks is not None:
+            save()  # its dependents may start now, and read the job row when they do
+            hooks.settle()  # returns once what it needs has completed: it is recorded after them
     except Exception as err:
         error = err
     finally:
@@ -267,15 +284,9 @@ def run_step(job_id: str, name: str, phase: Phase = Phase.provision) -> str:
     return StepStatus.succeeded.value
 
 
-def run_wave(job_id: str, names: list[str], phase: Phase) -> None:
-    """Run independent steps side by side; wait for all, then report the first failure in step order."""
-    if len(names) == 1:
-        run_step(job_id, names[0], phase)
-        return
-    with ThreadPoolExecutor(max_workers=len(names), thread_name_prefix="vmplane-step") as pool:
-        futures = [pool.submit(run_step, job_id, n, phase) for n in names]
-    for f in futures:
-        f.result()
+def run_steps(job_id: str, graph: StepGraph, phase: Phase) -> None:
+    """Run the job's steps, each as soon as what it needs is met; raise the first failure in step order."""
+    execute(graph, lambda name, hooks: run_step(job_id, name, phase, hooks))
 
 
 def _describe(err: BaseException) -> str:
@@ -286,18 +297,18 @@ def _describe(err: BaseException) -> str:
     return f"{type(err).__name__}: {err}"
 
 
-def start_job(job_id: str, phase: Phase) -> list[list[str]]:
-    """Mark the job running and return its steps as waves (lists of steps that may run side by side)."""
+def start_job(job_id: str, phase: Phase) -> StepGraph:
+    """Mark the job running and return its steps with what each needs before it starts."""
 
-    def begin(s: Session) -> list[list[str]]:
+    def begin(s: Session) -> StepGraph:
         row = jobs.get_row(s, job_id)
         if phase is Phase.operation:
             jobs.set_operation_status(s, job_id, OperationStatus.running)
         if phase is not Phase.teardown:
             jobs.set_status(s, job_id, JobStatus.running)
-        return waves(
-            jobs.step_names(row, phase), driver_for(Target.model_validate(row.config["target"])).step_dependencies()
-        )
+        driver = driver_for(Target.model_validate(row.config["target"]))
+        names = jobs.step_names(row, phase)
+        return StepGraph(names, step_graph(names, driver.step_dependencies()), driver.early_steps() & set(names))
 
     return _write(_db_url(), begin)
 

@@ -7,23 +7,27 @@ that was interrupted. That step runs again, which is safe because every step is 
 
 from __future__ import annotations
 
+from typing import Any
+
 from dbos import DBOS
 
 from vmplane.pipeline import runner
+from vmplane.pipeline.stepgraph import StepGraph
 from vmplane.store.job_records import Phase
 
 
 @DBOS.step(retries_allowed=False)
-def begin(job_id: str, phase: str) -> list[list[str]]:
-    return runner.start_job(job_id, Phase(phase))
+def begin(job_id: str, phase: str) -> dict[str, Any]:
+    return runner.start_job(job_id, Phase(phase)).to_json()
 
 
 @DBOS.step(retries_allowed=False)
-def pipeline_wave(job_id: str, names: list[str], phase: str) -> None:
-    # One checkpoint per wave of independent steps. A crash mid-wave re-runs the wave: steps recorded
-    # as succeeded are skipped, the others reconcile (every step is idempotent).
-    # Transient cloud errors are retried inside the driver with deadlines; what reaches here is final.
-    runner.run_wave(job_id, names, Phase(phase))
+def pipeline_steps(job_id: str, graph: dict[str, Any], phase: str) -> None:
+    # One checkpoint for the phase's steps, which start as their inputs allow (pipeline.stepgraph). A
+    # crash re-runs it: steps recorded as succeeded (in the job row) are skipped, the others reconcile
+    # (every step is idempotent). Transient cloud errors are retried inside the driver with deadlines;
+    # what reaches here is final.
+    runner.run_steps(job_id, StepGraph.from_json(graph), Phase(phase))
 
 
 @DBOS.step(retries_allowed=False)
@@ -33,12 +37,10 @@ def finish(job_id: str, phase: str, error: str | None) -> str:
 
 def _run(job_id: str, phase: Phase) -> str:
     error: str | None = None
-    for wave in begin(job_id, phase.value):
-        try:
-            pipeline_wave(job_id, wave, phase.value)
-        except Exception as err:
-            error = str(err)
-            break
+    try:
+        pipeline_steps(job_id, begin(job_id, phase.value), phase.value)
+    except Exception as err:
+        error = str(err)
     return finish(job_id, phase.value, error)
 
 

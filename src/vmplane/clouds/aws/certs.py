@@ -3,8 +3,9 @@ written into the hosted zone at once, so validation runs while the network, the 
 built), or an existing ARN taken as is. Only certificates vmplane requested are deleted.
 
 A provision requests it in stepCreateIAM, whose inputs (the spec, stepValidate's hosted zone) are
-ready in the first wave that creates anything; stepCreateLoadBalancer calls `request` again, which does
-nothing once `CertificateReady` is recorded and does the whole request when the LB is attached later.
+ready as soon as anything is created; stepCreateLoadBalancer (which starts after stepCreateIAM) calls
+`request` again, which does nothing once `CertificateReady` is recorded and does the whole request when
+the LB is attached later.
 """
 
 from __future__ import annotations
@@ -82,6 +83,7 @@ def _write_validation_record(aws: AwsClients, ctx: Context, arn: str) -> None:
         ctx,
         zone,
         {"Name": rr["Name"], "Type": rr["Type"], "TTL": 300, "ResourceRecords": [{"Value": rr["Value"]}]},
+        wait=False,  # ACM checks the record until it resolves; the listener waits for ISSUED itself
     )
 
 

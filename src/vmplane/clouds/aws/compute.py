@@ -21,6 +21,7 @@ from vmplane.clouds.aws.instances import (
 from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.aws.tags import job_filters
 from vmplane.clouds.base import Context
+from vmplane.clouds.steps import VMS_RUNNING
 from vmplane.clouds.waits import poll
 from vmplane.envspec.models import FixedPool
 from vmplane.state import VMState
@@ -33,6 +34,7 @@ def ensure_vms(aws: AwsClients, ctx: Context) -> None:
         else:
             ensure_asg_pool(aws, ctx, pool_name, pool)
     wait_running(aws, ctx)
+    ctx.reached(VMS_RUNNING)  # the target group can register them while they bootstrap
     wait_bootstrapped(aws, ctx)
 
 

@@ -8,6 +8,7 @@ A resource tagged with this job is not a conflict: it is a resume or an update o
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from vmplane.clouds.aws import eventbridge, iam, naming, scheduler_role
@@ -17,6 +18,7 @@ from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.aws.tags import owned_by, tag_owner
 from vmplane.clouds.base import Context
 from vmplane.clouds.errors import ConflictError, NotFoundError
+from vmplane.clouds.parallel import side_by_side
 from vmplane.envspec.models import AsgPool
 
 Tags = list[dict[str, str]]
@@ -25,30 +27,40 @@ _CLASHING_RECORD_TYPES = ("A", "CNAME")
 
 
 def check_names(aws: AwsClients, ctx: Context) -> None:
-    """IAM role and instance profile, launch templates and ASGs (per region), by the names the steps use."""
+    """IAM role and instance profile, launch templates and ASGs (per region), by the names the steps use.
+    The lookups are independent: side by side, every clash reported at once."""
     spec = ctx.spec
     role = naming.role_name(spec)
-    found: list[str] = []
-    found += _clash(ctx, "IAM role", role, _tags_or_none(iam.role_tags(aws, role)))
-    found += _clash(ctx, "IAM instance profile", role, _tags_or_none(iam.profile_tags(aws, role)))
+    checks: list[Callable[[], list[str]]] = [
+        lambda: _clash(ctx, "IAM role", role, _tags_or_none(iam.role_tags(aws, role))),
+        lambda: _clash(ctx, "IAM instance profile", role, _tags_or_none(iam.profile_tags(aws, role))),
+    ]
     for pool_name, pool in spec.pools.items():
-        name = naming.launch_template_name(spec, pool_name)
-        lts = aws_call(aws.ec2.describe_launch_templates, Filters=[{"Name": "launch-template-name", "Values": [name]}])[
-            "LaunchTemplates"
-        ]
-        found += _clash(ctx, "launch template", name, lts[0].get("Tags", []) if lts else None)
+        checks.append(partial(_launch_template_clash, aws, ctx, naming.launch_template_name(spec, pool_name)))
         if isinstance(pool, AsgPool):
-            name = naming.asg_name(spec, pool_name)
-            groups = aws_call(aws.autoscaling.describe_auto_scaling_groups, AutoScalingGroupNames=[name])
-            asgs = groups["AutoScalingGroups"]
-            found += _clash(ctx, "auto scaling group", name, asgs[0].get("Tags", []) if asgs else None)
+            checks.append(partial(_asg_clash, aws, ctx, naming.asg_name(spec, pool_name)))
     if scheduler_role.needed(spec):
-        name = naming.scheduler_role_name(spec)
-        found += _clash(ctx, "IAM role", name, _tags_or_none(iam.role_tags(aws, name)))
-        name = naming.schedule_group_name(spec)
-        group = _tags_or_none(lambda: eventbridge.group_arn_tags(aws, naming.schedule_group_name(spec))[1])
-        found += _clash(ctx, "schedule group", naming.schedule_group_name(spec), group)
+        sched_role, group = naming.scheduler_role_name(spec), naming.schedule_group_name(spec)
+        checks.append(lambda: _clash(ctx, "IAM role", sched_role, _tags_or_none(iam.role_tags(aws, sched_role))))
+        checks.append(
+            lambda: _clash(
+                ctx, "schedule group", group, _tags_or_none(lambda: eventbridge.group_arn_tags(aws, group)[1])
+            )
+        )
+    found = [line for lines in side_by_side(*checks) for line in lines]
     _raise(ctx, found, "`org` or `name`")
+
+
+def _launch_template_clash(aws: AwsClients, ctx: Context, name: str) -> list[str]:
+    lts = aws_call(aws.ec2.describe_launch_templates, Filters=[{"Name": "launch-template-name", "Values": [name]}])[
+        "LaunchTemplates"
+    ]
+    return _clash(ctx, "launch template", name, lts[0].get("Tags", []) if lts else None)
+
+
+def _asg_clash(aws: AwsClients, ctx: Context, name: str) -> list[str]:
+    asgs = aws_call(aws.autoscaling.describe_auto_scaling_groups, AutoScalingGroupNames=[name])["AutoScalingGroups"]
+    return _clash(ctx, "auto scaling group", name, asgs[0].get("Tags", []) if asgs else None)
 
 
 def check_lb_names(aws: AwsClients, ctx: Context, zone: str | None) -> None:
@@ -56,19 +68,17 @@ def check_lb_names(aws: AwsClients, ctx: Context, zone: str | None) -> None:
     spec, lb = ctx.spec, ctx.spec.load_balancer
     if lb is None:
         return
-    found: list[str] = []
-    name = naming.lb_base_name(spec)
-    tags = _elb_tags(aws, aws.elbv2.describe_load_balancers, "LoadBalancers", "LoadBalancerArn", name)
-    found += _clash(ctx, "load balancer", name, tags)
-    name = naming.target_group_name(spec)
-    tags = _elb_tags(aws, aws.elbv2.describe_target_groups, "TargetGroups", "TargetGroupArn", name)
-    found += _clash(ctx, "target group", name, tags)
+    lb_name, tg_name = naming.lb_base_name(spec), naming.target_group_name(spec)
+    elb = aws.elbv2
+    lb_tags, tg_tags, sets = side_by_side(
+        lambda: _elb_tags(aws, elb.describe_load_balancers, "LoadBalancers", "LoadBalancerArn", lb_name),
+        lambda: _elb_tags(aws, elb.describe_target_groups, "TargetGroups", "TargetGroupArn", tg_name),
+        lambda: _record_sets(aws, zone, lb.domain),
+    )
+    found = _clash(ctx, "load balancer", lb_name, lb_tags) + _clash(ctx, "target group", tg_name, tg_tags)
     _raise(ctx, found, "`org` or `name`")
     if zone is None:
         return
-    sets = aws_call(aws.route53.list_resource_record_sets, HostedZoneId=zone, StartRecordName=lb.domain, MaxItems="10")[
-        "ResourceRecordSets"
-    ]
     ours = aws_ids(ctx.infra).DNSRecords
     for rr in sets:
         if rr["Name"].rstrip(".").lower() != lb.domain.lower() or rr["Type"] not in _CLASHING_RECORD_TYPES:
@@ -81,6 +91,15 @@ def check_lb_names(aws: AwsClients, ctx: Context, zone: str | None) -> None:
             "generated Terraform stack may own it); delete that record or choose another loadBalancer.domain",
             code="RecordAlreadyExists",
         )
+
+
+def _record_sets(aws: AwsClients, zone: str | None, domain: str) -> list[dict[str, Any]]:
+    if zone is None:
+        return []
+    out: list[dict[str, Any]] = aws_call(
+        aws.route53.list_resource_record_sets, HostedZoneId=zone, StartRecordName=domain, MaxItems="10"
+    )["ResourceRecordSets"]
+    return out
 
 
 def _tags_or_none(fetch: Callable[[], Tags]) -> Tags | None:

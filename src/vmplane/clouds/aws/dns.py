@@ -37,7 +37,8 @@ def resolve_hosted_zone(aws: AwsClients, lb: LoadBalancer) -> str | None:
     return best[1] if best else None
 
 
-def upsert(aws: AwsClients, ctx: Context, zone: str, record: dict[str, Any]) -> None:
+def upsert(aws: AwsClients, ctx: Context, zone: str, record: dict[str, Any], *, wait: bool = True) -> None:
+    """Create or update `record`; with `wait`, until Route 53 reports it INSYNC (up to a minute)."""
     infra = ctx.infra
     entry = DnsRecord(ZoneID=zone, Name=record["Name"].rstrip("."), Type=record["Type"])
     if entry not in aws_ids(infra).DNSRecords:
@@ -51,7 +52,8 @@ def upsert(aws: AwsClients, ctx: Context, zone: str, record: dict[str, Any]) -> 
             "Changes": [{"Action": "UPSERT", "ResourceRecordSet": record}],
         },
     )["ChangeInfo"]
-    wait_insync(aws, change["Id"])
+    if wait:
+        wait_insync(aws, change["Id"])
 
 
 def wait_insync(aws: AwsClients, change_id: str) -> None:

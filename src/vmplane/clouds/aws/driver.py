@@ -35,6 +35,7 @@ from vmplane.clouds.base import (
     SessionHint,
     TagRules,
 )
+from vmplane.clouds.parallel import side_by_side
 from vmplane.clouds.tags import AWS_TAG_KEY
 from vmplane.envspec.models import CertSource, Cloud, EnvSpec, ExecMode
 from vmplane.state import InfraConfig
@@ -61,9 +62,11 @@ class AwsDriver(CloudDriver):
         self.aws = AwsClients(target)
 
     def preflight(self, ctx: Context) -> None:
-        preflight.preflight(self.aws, ctx)
-        if ctx.spec.load_balancer is not None:
-            lb.preflight(self.aws, ctx)
+        aws_ids(ctx.infra)  # the record's AWS part exists before the threads below write into it
+        side_by_side(  # independent lookups (they write different fields of the record)
+            lambda: preflight.preflight(self.aws, ctx),
+            lambda: lb.preflight(self.aws, ctx) if ctx.spec.load_balancer is not None else None,
+        )
 
     def ensure_network(self, ctx: Context) -> None:
         network.ensure_network(self.aws, ctx)
@@ -155,6 +158,9 @@ class AwsDriver(CloudDriver):
 
     def lb_teardown_resources(self, infra: InfraConfig) -> list[PlannedResource]:
         return aws_plan.lb_teardown_resources(infra)
+
+    def early_steps(self) -> frozenset[str]:
+        return frozenset({"stepDeleteNetwork"})  # deletes the NAT gateway first (network.delete_network)
 
     def outputs(self, spec: EnvSpec, infra: InfraConfig) -> dict[str, Any]:
         return {"vpcId": infra.NetworkID, "privateSubnetIds": infra.VMSubnetIDs, "accountId": aws_ids(infra).AccountID}

@@ -6,6 +6,7 @@ import contextlib
 import ipaddress
 import math
 from functools import partial
+from typing import Any
 
 from vmplane.clouds.aws import naming
 from vmplane.clouds.aws.errors import aws_call
@@ -15,6 +16,8 @@ from vmplane.clouds.aws.tags import find_tagged, job_filters, tag_list, tag_spec
 from vmplane.clouds.base import Context
 from vmplane.clouds.deletes import delete
 from vmplane.clouds.errors import ConflictError, InvalidRequestError, NotFoundError
+from vmplane.clouds.parallel import side_by_side
+from vmplane.clouds.steps import PUBLIC_NETWORK
 from vmplane.clouds.waits import poll
 
 NAT_TIMEOUT = 600.0
@@ -53,49 +56,91 @@ def ensure_network(aws: AwsClients, ctx: Context) -> None:
         ctx.save()
         ctx.log(f"vpc {infra.NetworkID} ({net.cidr})")
 
-    # The NAT gateway is the long wait (minutes on AWS): created as soon as a public subnet exists, and
+    # The NAT gateway is the long wait (minutes on AWS): created as soon as a public subnet and the
+    # internet gateway exist (a public NAT gateway in a VPC without one fails: Gateway.NotAttached), and
     # the rest of the network is built while it is pending.
     public_cidrs, private_cidrs = subnet_cidrs(net.cidr, len(infra.Zones))
-    if len(aws_ids(infra).PublicSubnetIDs) != len(infra.Zones):
-        aws_ids(infra).PublicSubnetIDs = _ensure_subnets(aws, ctx, "subnet-public", public_cidrs)
-        ctx.save()
+    side_by_side(  # independent of each other; the NAT gateway needs all three
+        lambda: _public_subnets(aws, ctx, public_cidrs),
+        lambda: _internet_gateway(aws, ctx),
+        lambda: _nat_address(aws, ctx),
+    )
     if not aws_ids(infra).NatGatewayIDs:
         aws_ids(infra).NatGatewayIDs = [_ensure_nat(aws, ctx)]
         ctx.save()
+    # An internet-facing load balancer and the launch templates need no more than this.
+    ctx.reached(PUBLIC_NETWORK)
 
-    # Outside the create branch on purpose: the VPC id is saved before these calls, so a crash between
-    # them must not leave DNS off or the default group open on resume. Each call is idempotent.
-    _configure_vpc(aws, ctx)
-
-    if not aws_ids(infra).InternetGatewayID:
-        found = find_tagged(ec2.describe_internet_gateways, "InternetGateways", job_filters(t, "igw"))
-        igw = (
-            found[0]
-            if found
-            else aws_call(
-                ec2.create_internet_gateway,
-                TagSpecifications=tag_spec("internet-gateway", t.tags("igw", naming.igw_name(ctx.spec))),
-            )["InternetGateway"]
-        )
-        if not any(a.get("VpcId") == infra.NetworkID for a in igw.get("Attachments", [])):
-            aws_call(ec2.attach_internet_gateway, InternetGatewayId=igw["InternetGatewayId"], VpcId=infra.NetworkID)
-        aws_ids(infra).InternetGatewayID = igw["InternetGatewayId"]
-        ctx.save()
-
-    if len(infra.VMSubnetIDs) != len(infra.Zones):
-        infra.VMSubnetIDs = _ensure_subnets(aws, ctx, "subnet-private", private_cidrs)
-        ctx.save()
-
-    if not aws_ids(infra).PublicRouteTableID:
-        aws_ids(infra).PublicRouteTableID = _ensure_route_table(
-            aws, ctx, "rt-public", aws_ids(infra).PublicSubnetIDs, {"GatewayId": str(aws_ids(infra).InternetGatewayID)}
-        )
-        ctx.save()
+    side_by_side(
+        # Outside the create branch on purpose: the VPC id is saved before these calls, so a crash between
+        # them must not leave DNS off or the default group open on resume. Each call is idempotent.
+        lambda: _configure_vpc(aws, ctx),
+        lambda: _private_subnets(aws, ctx, private_cidrs),
+        lambda: _public_route_table(aws, ctx),
+    )
     if not aws_ids(infra).PrivateRouteTableID:
         _wait_nat_available(aws, ctx)
         aws_ids(infra).PrivateRouteTableID = _ensure_route_table(
             aws, ctx, "rt-private", infra.VMSubnetIDs, {"NatGatewayId": aws_ids(infra).NatGatewayIDs[0]}
         )
+        ctx.save()
+
+
+def _public_subnets(aws: AwsClients, ctx: Context, cidrs: list[str]) -> None:
+    if len(aws_ids(ctx.infra).PublicSubnetIDs) != len(ctx.infra.Zones):
+        aws_ids(ctx.infra).PublicSubnetIDs = _ensure_subnets(aws, ctx, "subnet-public", cidrs)
+        ctx.save()
+
+
+def _private_subnets(aws: AwsClients, ctx: Context, cidrs: list[str]) -> None:
+    if len(ctx.infra.VMSubnetIDs) != len(ctx.infra.Zones):
+        ctx.infra.VMSubnetIDs = _ensure_subnets(aws, ctx, "subnet-private", cidrs)
+        ctx.save()
+
+
+def _internet_gateway(aws: AwsClients, ctx: Context) -> None:
+    ec2, infra, t = aws.ec2, ctx.infra, ctx.tagger
+    if aws_ids(infra).InternetGatewayID:
+        return
+    found = find_tagged(ec2.describe_internet_gateways, "InternetGateways", job_filters(t, "igw"))
+    igw = (
+        found[0]
+        if found
+        else aws_call(
+            ec2.create_internet_gateway,
+            TagSpecifications=tag_spec("internet-gateway", t.tags("igw", naming.igw_name(ctx.spec))),
+        )["InternetGateway"]
+    )
+    if not any(a.get("VpcId") == infra.NetworkID for a in igw.get("Attachments", [])):
+        aws_call(ec2.attach_internet_gateway, InternetGatewayId=igw["InternetGatewayId"], VpcId=infra.NetworkID)
+    aws_ids(infra).InternetGatewayID = igw["InternetGatewayId"]
+    ctx.save()
+
+
+def _nat_address(aws: AwsClients, ctx: Context) -> None:
+    """The NAT gateway's Elastic IP, found by tag or allocated (and saved) before the gateway."""
+    ec2, infra, t = aws.ec2, ctx.infra, ctx.tagger
+    if aws_ids(infra).NatGatewayIDs or aws_ids(infra).ElasticIPAllocationIDs:
+        return
+    eips = find_tagged(ec2.describe_addresses, "Addresses", job_filters(t, "nat-eip"))
+    alloc = (
+        eips[0]["AllocationId"]
+        if eips
+        else aws_call(
+            ec2.allocate_address,
+            Domain="vpc",
+            TagSpecifications=tag_spec("elastic-ip", t.tags("nat-eip", naming.nat_name(ctx.spec))),
+        )["AllocationId"]
+    )
+    aws_ids(infra).ElasticIPAllocationIDs = [alloc]
+    ctx.save()
+
+
+def _public_route_table(aws: AwsClients, ctx: Context) -> None:
+    ids = aws_ids(ctx.infra)
+    if not ids.PublicRouteTableID:
+        gateway = {"GatewayId": str(ids.InternetGatewayID)}
+        ids.PublicRouteTableID = _ensure_route_table(aws, ctx, "rt-public", ids.PublicSubnetIDs, gateway)
         ctx.save()
 
 
@@ -174,19 +219,22 @@ def _ensure_subnets(aws: AwsClients, ctx: Context, role: str, cidrs: list[str]) 
     existing = {
         s["AvailabilityZone"]: s["SubnetId"] for s in find_tagged(ec2.describe_subnets, "Subnets", job_filters(t, role))
     }
-    ids = []
-    for zone, cidr in zip(infra.Zones, cidrs, strict=True):
-        if zone not in existing:
-            name = naming.subnet_name(ctx.spec, role, zone)
-            sub = aws_call(
+    missing = [(zone, cidr) for zone, cidr in zip(infra.Zones, cidrs, strict=True) if zone not in existing]
+    created = side_by_side(
+        *(
+            partial(
+                aws_call,
                 ec2.create_subnet,
                 VpcId=infra.NetworkID,
                 CidrBlock=cidr,
                 AvailabilityZone=zone,
-                TagSpecifications=tag_spec("subnet", t.tags(role, name)),
-            )["Subnet"]
-            existing[zone] = sub["SubnetId"]
-        ids.append(existing[zone])
+                TagSpecifications=tag_spec("subnet", t.tags(role, naming.subnet_name(ctx.spec, role, zone))),
+            )
+            for zone, cidr in missing
+        )
+    )
+    existing.update({zone: out["Subnet"]["SubnetId"] for (zone, _), out in zip(missing, created, strict=True)})
+    ids = [existing[zone] for zone in infra.Zones]
     ctx.log(f"{role}: {', '.join(ids)}")
     return ids
 
@@ -203,19 +251,7 @@ def _ensure_nat(aws: AwsClients, ctx: Context) -> str:
             aws_ids(infra).ElasticIPAllocationIDs = allocs
             ctx.save()
     else:
-        if not aws_ids(infra).ElasticIPAllocationIDs:
-            eips = find_tagged(ec2.describe_addresses, "Addresses", job_filters(t, "nat-eip"))
-            alloc = (
-                eips[0]["AllocationId"]
-                if eips
-                else aws_call(
-                    ec2.allocate_address,
-                    Domain="vpc",
-                    TagSpecifications=tag_spec("elastic-ip", t.tags("nat-eip", naming.nat_name(ctx.spec))),
-                )["AllocationId"]
-            )
-            aws_ids(infra).ElasticIPAllocationIDs = [alloc]
-            ctx.save()
+        _nat_address(aws, ctx)  # normally allocated beside the subnets already
         nat_id = aws_call(
             ec2.create_nat_gateway,
             SubnetId=aws_ids(infra).PublicSubnetIDs[0],
@@ -261,14 +297,23 @@ def _ensure_route_table(aws: AwsClients, ctx: Context, role: str, subnet_ids: li
         with contextlib.suppress(ConflictError):  # RouteAlreadyExists after a crash before the checkpoint
             aws_call(ec2.create_route, RouteTableId=rt_id, DestinationCidrBlock="0.0.0.0/0", **target)
     associated = {a.get("SubnetId") for a in rt.get("Associations", [])}
-    for subnet_id in subnet_ids:
-        if subnet_id not in associated:
-            aws_call(ec2.associate_route_table, RouteTableId=rt_id, SubnetId=subnet_id)
+    side_by_side(
+        *(
+            partial(aws_call, ec2.associate_route_table, RouteTableId=rt_id, SubnetId=subnet_id)
+            for subnet_id in subnet_ids
+            if subnet_id not in associated
+        )
+    )
     return str(rt_id)
 
 
 def delete_network(aws: AwsClients, ctx: Context) -> None:
-    """Delete what this job created, found by tag (so unrecorded leftovers of a crash go too)."""
+    """Delete what this job created, found by tag (so unrecorded leftovers of a crash go too).
+
+    An early step (`AwsDriver.early_steps`): the NAT gateway, whose deletion takes about a minute, goes
+    while the load balancer and the VMs are still being removed (they lose egress, which a teardown
+    ends anyway); the rest waits for the steps before it (`ctx.wait_inputs`).
+    """
     infra, ec2, t = ctx.infra, aws.ec2, ctx.tagger
     if infra.NetworkID and not infra.NetworkCreated:
         ctx.log(f"leaving existing vpc {infra.NetworkID} untouched")
@@ -292,21 +337,22 @@ def delete_network(aws: AwsClients, ctx: Context) -> None:
     aws_ids(infra).ElasticIPAllocationIDs = []
     ctx.save()
 
-    for rt in find_tagged(ec2.describe_route_tables, "RouteTables", job_filters(t)):
-        if any(a.get("Main") for a in rt.get("Associations", [])):
-            continue  # the VPC's main route table goes with the VPC
-        for assoc in rt.get("Associations", []):
-            if not assoc.get("Main"):
-                aid = assoc["RouteTableAssociationId"]
-                delete(partial(aws_call, ec2.disassociate_route_table, AssociationId=aid), what=f"disassociate {aid}")
-        rid = rt["RouteTableId"]
-        delete(partial(aws_call, ec2.delete_route_table, RouteTableId=rid), what=f"delete {rid}")
+    ctx.wait_inputs()  # subnets, groups and the gateway are in use until the LB and the VMs are gone
+    tables = find_tagged(ec2.describe_route_tables, "RouteTables", job_filters(t))
+    # The VPC's main route table goes with the VPC.
+    side_by_side(*(partial(_delete_route_table, aws, rt) for rt in tables if not _is_main(rt)))
     aws_ids(infra).PublicRouteTableID = aws_ids(infra).PrivateRouteTableID = None
     ctx.save()
 
-    for sub in find_tagged(ec2.describe_subnets, "Subnets", job_filters(t)):
-        # Interfaces of just-terminated instances linger for a while: DependencyViolation until then.
-        delete(partial(aws_call, ec2.delete_subnet, SubnetId=sub["SubnetId"]), what=f"delete {sub['SubnetId']}")
+    # Interfaces of just-terminated instances linger for a while: DependencyViolation until then.
+    side_by_side(
+        *(
+            partial(
+                delete, partial(aws_call, ec2.delete_subnet, SubnetId=sub["SubnetId"]), what=f"delete {sub['SubnetId']}"
+            )
+            for sub in find_tagged(ec2.describe_subnets, "Subnets", job_filters(t))
+        )
+    )
     aws_ids(infra).PublicSubnetIDs, infra.VMSubnetIDs = [], []
     ctx.save()
 
@@ -325,6 +371,19 @@ def delete_network(aws: AwsClients, ctx: Context) -> None:
         delete(partial(aws_call, ec2.delete_vpc, VpcId=vpc["VpcId"]), what=f"delete {vpc['VpcId']}")
     infra.NetworkID = None
     ctx.save()
+
+
+def _is_main(rt: dict[str, Any]) -> bool:
+    return any(a.get("Main") for a in rt.get("Associations", []))
+
+
+def _delete_route_table(aws: AwsClients, rt: dict[str, Any]) -> None:
+    ec2 = aws.ec2
+    for assoc in rt.get("Associations", []):
+        aid = assoc["RouteTableAssociationId"]
+        delete(partial(aws_call, ec2.disassociate_route_table, AssociationId=aid), what=f"disassociate {aid}")
+    rid = rt["RouteTableId"]
+    delete(partial(aws_call, ec2.delete_route_table, RouteTableId=rid), what=f"delete {rid}")
 
 
 def _wait_nat_deleted(aws: AwsClients, nat_id: str) -> None:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from vmplane.clouds.aws import conflicts
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.ids import PoolImage, aws_ids
 from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.base import Context
 from vmplane.clouds.errors import InvalidRequestError, NotFoundError
+from vmplane.clouds.parallel import side_by_side
 from vmplane.envspec.models import Arch
 
 AWS_ARCH = {Arch.amd64: "x86_64", Arch.arm64: "arm64"}
@@ -42,46 +45,64 @@ def image_parameter(image: str, arch: Arch) -> str | None:
 
 
 def preflight(aws: AwsClients, ctx: Context) -> None:
+    """Resolve what the steps need (account, zones, images) and refuse what would fail later (an image of
+    another architecture, a type not offered here, a name someone else owns). The lookups are
+    independent, so they run side by side; a failure is the first in this order."""
     infra, spec = ctx.infra, ctx.spec
-    aws_ids(infra).AccountID = aws_call(aws.sts.get_caller_identity)["Account"]
     infra.Region = spec.provider.region
     infra.ExecMode = spec.exec_mode.value
+    account, zones, images, _, _ = side_by_side(
+        lambda: aws_call(aws.sts.get_caller_identity)["Account"],
+        lambda: _zones(aws, ctx) if not spec.network.existing_vpc_id else infra.Zones,
+        lambda: dict(zip(spec.pools, side_by_side(*(partial(_image, aws, ctx, n) for n in spec.pools)), strict=True)),
+        lambda: _check_instance_types(aws, ctx),
+        lambda: conflicts.check_names(aws, ctx),  # before any step creates something under these names
+    )
+    aws_ids(infra).AccountID, infra.Zones, aws_ids(infra).Images = account, zones, images
+    ctx.save()
+    ctx.log(f"account {aws_ids(infra).AccountID}, zones {', '.join(infra.Zones)}, images resolved")
 
-    if not spec.network.existing_vpc_id:
-        zones = aws_call(
-            aws.ec2.describe_availability_zones,
-            Filters=[
-                {"Name": "state", "Values": ["available"]},
-                {"Name": "zone-type", "Values": ["availability-zone"]},
-            ],
-        )["AvailabilityZones"]
-        names = sorted(z["ZoneName"] for z in zones)
-        if len(names) < spec.network.zones:
-            raise InvalidRequestError(
-                f"{spec.provider.region} has {len(names)} available zones, network.zones asks for {spec.network.zones}"
-            )
-        infra.Zones = names[: spec.network.zones]
 
-    images: dict[str, PoolImage] = {}
-    for pool_name, pool in spec.pools.items():
-        param = image_parameter(pool.image, pool.arch)
-        if param:
-            try:
-                ami = aws_call(aws.ssm.get_parameter, Name=param)["Parameter"]["Value"]
-            except NotFoundError as err:
-                raise InvalidRequestError(f"pools.{pool_name}.image: parameter {param} not found in region") from err
-        else:
-            ami = pool.image
-        found = aws_call(aws.ec2.describe_images, ImageIds=[ami])["Images"]
-        if not found:
-            raise InvalidRequestError(f"pools.{pool_name}.image: {ami} not found in {spec.provider.region}")
-        if found[0].get("Architecture") != AWS_ARCH[pool.arch]:
-            raise InvalidRequestError(
-                f"pools.{pool_name}.image: {ami} is {found[0].get('Architecture')}, pool arch is {pool.arch.value}"
-            )
-        images[pool_name] = PoolImage(ImageID=ami, RootDeviceName=found[0].get("RootDeviceName", "/dev/xvda"))
-    aws_ids(infra).Images = images
+def _zones(aws: AwsClients, ctx: Context) -> list[str]:
+    spec = ctx.spec
+    zones = aws_call(
+        aws.ec2.describe_availability_zones,
+        Filters=[
+            {"Name": "state", "Values": ["available"]},
+            {"Name": "zone-type", "Values": ["availability-zone"]},
+        ],
+    )["AvailabilityZones"]
+    names = sorted(z["ZoneName"] for z in zones)
+    if len(names) < spec.network.zones:
+        raise InvalidRequestError(
+            f"{spec.provider.region} has {len(names)} available zones, network.zones asks for {spec.network.zones}"
+        )
+    return names[: spec.network.zones]
 
+
+def _image(aws: AwsClients, ctx: Context, pool_name: str) -> PoolImage:
+    spec = ctx.spec
+    pool = spec.pools[pool_name]
+    param = image_parameter(pool.image, pool.arch)
+    if param:
+        try:
+            ami = aws_call(aws.ssm.get_parameter, Name=param)["Parameter"]["Value"]
+        except NotFoundError as err:
+            raise InvalidRequestError(f"pools.{pool_name}.image: parameter {param} not found in region") from err
+    else:
+        ami = pool.image
+    found = aws_call(aws.ec2.describe_images, ImageIds=[ami])["Images"]
+    if not found:
+        raise InvalidRequestError(f"pools.{pool_name}.image: {ami} not found in {spec.provider.region}")
+    if found[0].get("Architecture") != AWS_ARCH[pool.arch]:
+        raise InvalidRequestError(
+            f"pools.{pool_name}.image: {ami} is {found[0].get('Architecture')}, pool arch is {pool.arch.value}"
+        )
+    return PoolImage(ImageID=ami, RootDeviceName=found[0].get("RootDeviceName", "/dev/xvda"))
+
+
+def _check_instance_types(aws: AwsClients, ctx: Context) -> None:
+    spec = ctx.spec
     types = {p.instance_type for p in spec.pools.values()}
     described = aws_call(aws.ec2.describe_instance_types, InstanceTypes=sorted(types))["InstanceTypes"]
     archs = {d["InstanceType"]: d["ProcessorInfo"]["SupportedArchitectures"] for d in described}
@@ -93,6 +114,3 @@ def preflight(aws: AwsClients, ctx: Context) -> None:
                 f"pools.{pool_name}.instanceType: {pool.instance_type} does not run {pool.arch.value} "
                 f"(supports {', '.join(archs[pool.instance_type])})"
             )
-    conflicts.check_names(aws, ctx)  # before any step creates something under these names
-    ctx.save()
-    ctx.log(f"account {aws_ids(infra).AccountID}, zones {', '.join(infra.Zones)}, images resolved")

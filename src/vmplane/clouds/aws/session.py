@@ -15,7 +15,7 @@ import boto3
 import botocore.session
 from botocore.config import Config
 
-from vmplane.clouds.base import API_CALLS
+from vmplane.clouds.base import count_call
 from vmplane.clouds.faults import fault_hook
 
 SANDBOX_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
@@ -44,9 +44,7 @@ class AwsTarget:
 
 
 def _count_call(model: Any, **_: Any) -> None:
-    tally = API_CALLS.get()
-    if tally is not None:
-        tally[f"{model.service_model.endpoint_prefix}.{model.name}"] += 1
+    count_call(f"{model.service_model.endpoint_prefix}.{model.name}")
 
 
 class AwsClients:

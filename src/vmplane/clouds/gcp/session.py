@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from vmplane.clouds.base import API_CALLS
+from vmplane.clouds.base import count_call
 from vmplane.clouds.errors import DeadlineExceededError, DependencyViolationError, TransientError
 from vmplane.clouds.faults import fault_hook
 from vmplane.clouds.gcp.errors import translate
@@ -129,9 +129,7 @@ class GcpClients:
         deadline = time.monotonic() + RETRY_DEADLINE
         delay = 0.2
         while True:
-            tally = API_CALLS.get()
-            if tally is not None:
-                tally[method] += 1
+            count_call(method)
             try:
                 out = fn()
             except Exception as e:
