@@ -335,6 +335,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 rows.append(one_config(n, args, sb_env))
         finally:
             stop_sandbox(sb_env)
+            if args.keep_logs and (Path(home) / "sandbox.log").exists():
+                shutil.copy(Path(home) / "sandbox.log", args.keep_logs / "sandbox.log")  # moto's own errors
     print(report(rows, args))
     if args.json_out:
         args.json_out.write_text(
