@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from vmplane.clouds import deletes, waits
-from vmplane.clouds.aws import compute, network
+from vmplane.clouds.aws import compute, network, network_teardown
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.errors import DeadlineExceededError, InvalidRequestError
@@ -78,7 +78,7 @@ def test_delete_network_retries_the_internet_gateway_through_dependency_violatio
         aws.ec2,
         Inject(operation, "DependencyViolation", message="Network vpc-1 has some mapped public address(es)", times=2),
     )
-    network.delete_network(aws, ctx)
+    network_teardown.delete_network(aws, ctx)
     assert fault.calls == 3  # two refusals, then the real call
     assert all(p["body"]["InternetGatewayId"] == igw for p in fault.params)  # the same request each time
     assert not aws.ec2.describe_internet_gateways(Filters=job_tag_filter())["InternetGateways"]

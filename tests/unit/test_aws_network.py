@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from vmplane.clouds.aws import network
+from vmplane.clouds.aws import network, network_teardown
 from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.errors import InvalidRequestError
 from vmplane.state import InfraConfig
@@ -242,7 +242,7 @@ def test_delete_network_leaves_another_environments_nat_gateway(aws, spec, built
         AllocationId=alloc,
         TagSpecifications=[{"ResourceType": "natgateway", "Tags": [{"Key": "zop:jobId", "Value": "job-other-2"}]}],
     )["NatGateway"]["NatGatewayId"]
-    network.delete_network(aws, built)
+    network_teardown.delete_network(aws, built)
     state = ec2.describe_nat_gateways(NatGatewayIds=[theirs])["NatGateways"][0]["State"]
     assert state == "available"
 
@@ -274,7 +274,7 @@ def test_delete_network_removes_everything_of_the_job_and_nothing_else(aws, buil
     )["InternetGateway"]["InternetGatewayId"]
     ec2.attach_internet_gateway(InternetGatewayId=their_igw, VpcId=theirs)
 
-    network.delete_network(aws, built)
+    network_teardown.delete_network(aws, built)
 
     assert all(not items for items in _job_resources(aws).values()), _job_resources(aws)
     vpc_ids = {v["VpcId"] for v in ec2.describe_vpcs()["Vpcs"]}
@@ -293,7 +293,7 @@ def test_delete_network_removes_everything_of_the_job_and_nothing_else(aws, buil
 
 
 def test_delete_network_with_a_lost_record_still_finds_by_tag(aws, spec, built):
-    network.delete_network(aws, network_ctx(spec))
+    network_teardown.delete_network(aws, network_ctx(spec))
     assert all(not items for items in _job_resources(aws).values())
     assert len(_default_vpcs(aws)) == 1
 
@@ -304,7 +304,7 @@ def test_delete_network_removes_only_the_nat_gateway_and_its_address_before_its_
     calls: list[str] = []
     aws.ec2.meta.events.register("before-call.ec2.*", lambda model, **_: calls.append(model.name))
     built.wait_inputs = lambda: calls.append("wait_inputs")
-    network.delete_network(aws, built)
+    network_teardown.delete_network(aws, built)
     at = calls.index("wait_inputs")
     before = [c for c in calls[:at] if not c.startswith("Describe")]
     assert before[0] == "DeleteNatGateway"
@@ -315,8 +315,8 @@ def test_delete_network_removes_only_the_nat_gateway_and_its_address_before_its_
 
 
 def test_delete_network_twice_is_harmless(aws, built):
-    network.delete_network(aws, built)
-    network.delete_network(aws, built)
+    network_teardown.delete_network(aws, built)
+    network_teardown.delete_network(aws, built)
     assert all(not items for items in _job_resources(aws).values())
 
 
@@ -368,9 +368,9 @@ def test_existing_vpc_is_adopted_and_never_touched(aws, spec, existing):
     assert _snapshot_vpc(aws, vpc) == before
     assert all(not items for items in _job_resources(aws).values())  # nothing new was created
 
-    network.delete_network(aws, ctx)
+    network_teardown.delete_network(aws, ctx)
     assert _snapshot_vpc(aws, vpc) == before
-    network.delete_network(aws, make_ctx(adopted))  # even with the record lost
+    network_teardown.delete_network(aws, make_ctx(adopted))  # even with the record lost
     assert _snapshot_vpc(aws, vpc) == before
 
 

@@ -264,7 +264,10 @@ def run_step(job_id: str, name: str, phase: Phase = Phase.provision, hooks: Hook
         STEPS[name](driver_for(job.target), ctx, job)
         if hooks is not None:
             save()  # its dependents may start now, and read the job row when they do
+            done = time.monotonic()
             hooks.settle()  # returns once what it needs has completed: it is recorded after them
+            if (waited := time.monotonic() - done) >= 0.1:
+                note(f"work done; {waited:.1f}s more until the steps it needs had completed")
     except Exception as err:
         error = err
     finally:

@@ -13,6 +13,7 @@ from vmplane.clouds.aws import (
     lb,
     lb_teardown,
     network,
+    network_teardown,
     pool_power,
     preflight,
     retag,
@@ -130,7 +131,7 @@ class AwsDriver(CloudDriver):
         iam.delete_identity(self.aws, ctx)
 
     def delete_network(self, ctx: Context) -> None:
-        network.delete_network(self.aws, ctx)
+        network_teardown.delete_network(self.aws, ctx)
 
     def leftovers(self, ctx: Context) -> list[Leftover]:
         return inventory.leftovers(self.aws, ctx)
@@ -160,7 +161,7 @@ class AwsDriver(CloudDriver):
         return aws_plan.lb_teardown_resources(infra)
 
     def early_steps(self) -> frozenset[str]:
-        return frozenset({"stepDeleteNetwork"})  # deletes the NAT gateway first (network.delete_network)
+        return frozenset({"stepDeleteNetwork"})  # deletes the NAT gateway first (network_teardown)
 
     def outputs(self, spec: EnvSpec, infra: InfraConfig) -> dict[str, Any]:
         return {"vpcId": infra.NetworkID, "privateSubnetIds": infra.VMSubnetIDs, "accountId": aws_ids(infra).AccountID}
