@@ -21,6 +21,10 @@ class Settings(BaseSettings):
     # DBOS's system database; defaults to a second SQLite file next to the first (or the same
     # PostgreSQL server when database_url is PostgreSQL).
     dbos_database_url: str | None = None
+    # Jobs one process (a worker, or `serve` with its worker) runs at once. A job mostly waits on the cloud,
+    # so the bound is not the CPU but DBOS's connection pool (20 per process; each running job holds
+    # one only while it checkpoints) and the clouds' API rate limits (bench/README.md, issue 12 part 3).
+    worker_jobs: int = Field(default=8, ge=1, le=32)
 
     @property
     def db_url(self) -> str:

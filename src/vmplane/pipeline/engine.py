@@ -52,7 +52,7 @@ def launch(settings: Settings, executor_id: str | None = None) -> None:
         )
         DBOS.launch()
         # Jobs the API enqueues (worker mode); every launched process (worker, serve) dequeues from it.
-        DBOS.register_queue(QUEUE_NAME, worker_concurrency=8, polling_interval_sec=0.2)
+        DBOS.register_queue(QUEUE_NAME, worker_concurrency=settings.worker_jobs, polling_interval_sec=0.2)
         _launched.set()
 
 
