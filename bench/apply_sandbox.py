@@ -46,7 +46,9 @@ class Phase:
 
     @property
     def critical_path(self) -> float:
-        """Sum over the pipeline's waves of the slowest step in each: the span if waves cost nothing."""
+        """Sum over the waves (the order of completion) of the slowest step in each. Steps start at
+        milestones before their wave, and a step's duration includes its wait for its inputs to complete
+        (pipeline/stepgraph.py), so the span can be shorter than this; it bounds lockstep waves."""
         from vmplane.clouds.registry import driver_for
         from vmplane.envspec.load import load_spec
         from vmplane.pipeline.plan import waves
