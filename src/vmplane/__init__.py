@@ -1,3 +1,3 @@
 """vmplane: production-shape VM environments from one JSONC file."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

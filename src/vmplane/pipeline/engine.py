@@ -16,7 +16,8 @@ _launched = threading.Event()
 _lock = threading.Lock()
 
 # Workflows of another vmplane version are not recovered by this one; the job can still be resumed,
-# because `resume` then starts a new workflow and every step is idempotent.
+# because `resume` then starts a new workflow and every step is idempotent. Bump the version when a
+# workflow's recorded steps change shape (0.2.0: one checkpoint per phase, no longer one per wave).
 APPLICATION_VERSION = f"vmplane-{vmplane.__version__}"
 
 
