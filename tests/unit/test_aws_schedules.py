@@ -11,7 +11,7 @@ from unittest.mock import ANY
 import pytest
 
 from vmplane.clouds.aws import conflicts, naming, scheduler_role
-from vmplane.clouds.aws.asg import held_reason, size_update
+from vmplane.clouds.aws.asg import ensure_asg_pool, held_reason, size_update
 from vmplane.clouds.aws.driver import AwsDriver
 from vmplane.clouds.aws.eventbridge import instance_input, role_not_yet_assumable, schedule_request, target_arn
 from vmplane.clouds.aws.ids import aws_ids
@@ -277,3 +277,26 @@ def test_schedules_created_updated_paused_removed_and_torn_down(aws_iam, schedul
     aws = driver.aws
     assert aws.autoscaling.describe_scheduled_actions()["ScheduledUpdateGroupActions"] == []
     assert aws.scheduler.list_schedules()["Schedules"] == []
+
+
+def test_start_sizes_a_stopped_group_up_even_outside_its_hours(aws_iam, scheduled: EnvSpec) -> None:
+    """`vmplane start` at night runs the pool until its schedule's next stop; an apply at night keeps a
+    group the schedule took to 0 there (the clock is pinned: the answer must not depend on when CI runs)."""
+    driver = AwsDriver(AwsTarget(region=REGION))
+    ctx = _provision(driver, scheduled)
+    driver.stop_pool(ctx, "batch")
+    pool = scheduled.pools["batch"]
+    assert isinstance(pool, AsgPool)
+    night = datetime(2026, 12, 2, 22, 0, tzinfo=UTC)  # a Wednesday, 23:00 in Berlin
+    name = "vmplane-acme-demo-fixed-batch"
+
+    def sizes() -> tuple[int, int]:
+        g = driver.aws.autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[name])["AutoScalingGroups"][0]
+        return g["MinSize"], g["DesiredCapacity"]
+
+    ctx.infra.StoppedPools = []  # as if the schedule, not `vmplane stop`, had taken it to 0
+    ensure_asg_pool(driver.aws, ctx, "batch", pool, now=night)
+    assert sizes() == (0, 0)
+    ensure_asg_pool(driver.aws, ctx, "batch", pool, starting=True, now=night)
+    assert sizes() == (1, 2)
+    assert len([v for v in ctx.infra.VMs if v.Pool == "batch"]) == 2

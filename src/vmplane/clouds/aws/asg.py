@@ -70,8 +70,9 @@ def ensure_asg_pool(
     infra.ScalingGroupID = {**infra.ScalingGroupID, pool_name: name}
     ctx.save()
     groups = aws_call(asg.describe_auto_scaling_groups, AutoScalingGroupNames=[name])["AutoScalingGroups"]
-    stopped = [] if starting else infra.StoppedPools
-    held = held_reason(pool_name, pool, groups[0] if groups else None, stopped, now or datetime.now(UTC))
+    # `vmplane start` runs the pool now, in or out of its schedule's hours, until the schedule's next stop.
+    group = groups[0] if groups else None
+    held = None if starting else held_reason(pool_name, pool, group, infra.StoppedPools, now or datetime.now(UTC))
     sizes = wanted_sizes(pool, held=held is not None)
     if held:
         ctx.log(f"pool {pool_name}: kept at 0 VMs, {held}")
