@@ -10,6 +10,20 @@ import pytest
 from tests.helpers import SESSION_GCP_PORTS, Cli, Sandbox, free_port
 
 
+def _start_rank(item: pytest.Item) -> int:
+    slow = item.get_closest_marker("slow")
+    if slow is None:
+        return 2
+    return 0 if slow.kwargs.get("first") else 1
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Longest first: xdist starts the tests in this order, so the slow ones (marked `slow`, the longest
+    with first=True) run while the quick ones are left to fill the end, and no worker finishes a long
+    test alone. The sort is stable: otherwise the collection order (and module grouping) stays."""
+    items.sort(key=_start_rank)
+
+
 @pytest.fixture(scope="session")
 def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
     from vmplane.sandbox import control

@@ -130,6 +130,15 @@ class Cli:
             check=False,
         )
 
+    def recorded_status(self, ref: str) -> str:
+        """A job's status (ref: job id or environment name) read from the records in this process, as
+        `vmplane status` reads it: for tests about something else, where a process per read is only its
+        start-up (`status` itself is exercised through the CLI in test_crash_resume.py and elsewhere)."""
+        from vmplane.jobs.listings import find_job
+        from vmplane.settings import Settings
+
+        return str(find_job(Settings(home=self.home), ref).status)
+
     def json(
         self, *args: str, expect: int = 0, timeout: float = 180, extra_env: dict[str, str] | None = None
     ) -> dict[str, Any]:

@@ -12,6 +12,8 @@ import pytest
 from tests.helpers import Cli
 from tests.integration.test_crash_resume import kill_after
 
+from vmplane.envspec.load import load_spec
+
 
 def apply_cases(job: dict[str, Any], case: Callable[[str], str | None]) -> list[str]:
     """Every distinct mutating call of the apply (its first call): `case` names a tallied call, or None."""
@@ -62,7 +64,7 @@ def killed_apply_then_killed_destroy(
     args = ("apply", "-f", str(env_file), "--sandbox", "--yes")
     if apply_op is not None:
         kill_after(cli, apply_op, *args)
-        assert cli.json("status", "-f", str(env_file))["status"] == "running"
+        assert cli.recorded_status(load_spec(env_file).name) == "running"
     job = cli.json(*args)
     assert job["status"] == "succeeded", job["error"]
     got = snapshot(job["id"])
@@ -70,7 +72,7 @@ def killed_apply_then_killed_destroy(
     args = ("destroy", "-f", str(env_file), "--sandbox", "--yes")
     if destroy_op is not None:
         kill_after(cli, destroy_op, *args)
-        assert cli.json("status", job["id"])["status"] == "deleting"
+        assert cli.recorded_status(job["id"]) == "deleting"
     done = cli.json(*args)
     assert done["status"] == "deleted", done["error"]
     left = remaining(job["id"])

@@ -12,6 +12,7 @@ __all__ = ["api"]  # the module-scoped `vmplane serve` fixture
 
 
 @pytest.mark.sandbox
+@pytest.mark.slow
 def test_gcp_create_detach_attach_scale_delete(api: Api, sandbox: Sandbox) -> None:
     gcp = Gcp(sandbox.gcp_endpoint)
     c = api.client()

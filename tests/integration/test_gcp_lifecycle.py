@@ -13,6 +13,8 @@ from tests.helpers import Cli, Sandbox, write_env
 from tests.integration.gcp_inventory import Gcp, ingress, job_resources, records
 from tests.integration.test_load_balancer import ELEVEN
 
+pytestmark = pytest.mark.slow  # whole apply/destroy cycles through the CLI: started before the quick tests
+
 IAP = "35.235.240.0/20"
 HEALTH = {"35.191.0.0/16", "130.211.0.0/22"}
 LB_KINDS = (

@@ -8,6 +8,8 @@ import pytest
 from tests.helpers import Cli, Sandbox, write_env
 from tests.integration.test_apply_destroy import job_resources
 
+pytestmark = pytest.mark.slow  # whole apply/destroy cycles through the CLI: started before the quick tests
+
 ELEVEN = [
     "stepValidate",
     "stepCreateNetwork",

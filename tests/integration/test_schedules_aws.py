@@ -68,6 +68,7 @@ def group_sizes(sb: Sandbox) -> tuple[int, int, int, int]:
 
 
 @pytest.mark.sandbox
+@pytest.mark.slow
 def test_schedules_apply_update_stop_start_destroy(cli: Cli, sandbox: Sandbox, tmp_path: Path) -> None:
     env_file = write_env(tmp_path, NAME, pools=_pools(BERLIN))
     job = cli.json("apply", "-f", str(env_file), "--sandbox", "--yes")

@@ -92,6 +92,7 @@ def fixed_vms(res: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
 
 
 @pytest.mark.sandbox
+@pytest.mark.slow
 def test_scheduled_pools_apply_change_stop_start_destroy(
     sandbox: Sandbox, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

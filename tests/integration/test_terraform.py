@@ -66,6 +66,7 @@ def test_generated_stack_is_fmt_clean_and_validates_offline(cli: Cli, tf_env, tm
 
 
 @pytest.mark.sandbox
+@pytest.mark.slow(first=True)  # the suite's longest test (terraform's own waits): started first
 def test_generated_stack_builds_the_same_shape_as_the_pipeline(
     cli: Cli, sandbox: Sandbox, tf_env, tmp_path: Path
 ) -> None:
@@ -94,6 +95,7 @@ def test_generated_stack_builds_the_same_shape_as_the_pipeline(
 
 
 @pytest.mark.sandbox
+@pytest.mark.slow
 def test_remote_state_is_created_once_and_terraform_uses_it(cli: Cli, sandbox: Sandbox, tf_env, tmp_path: Path) -> None:
     env_file = write_env(tmp_path, "itest-tf-state", state={"bucket": "itest-tfstate"})
     first = cli.json("tf", "state", "init", "-f", str(env_file), "--sandbox")

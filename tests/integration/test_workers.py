@@ -18,6 +18,8 @@ from tests.integration.test_api import spec_doc, wait
 from tests.integration.test_apply_destroy import job_resources
 from tests.integration.test_load_balancer import lb_parts
 
+pytestmark = pytest.mark.slow  # whole apply/destroy cycles through the CLI: started before the quick tests
+
 
 class Cluster:
     def __init__(self, base: Path, sandbox: Sandbox, db_url: str) -> None:
