@@ -17,13 +17,16 @@ from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request, Response
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 from pydantic import ValidationError
 from sqlalchemy.orm.exc import StaleDataError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import vmplane
 from vmplane.api.schemas import (
     AttachLb,
     DetachLb,
+    ErrorBody,
     PatchBody,
     Rotate,
     Scale,
@@ -54,6 +57,21 @@ from vmplane.target import Target
 
 JOBS = "/provisioning-jobs"
 
+_ERRORS = {
+    400: "The request is malformed at the HTTP level (a header or body the server cannot read).",
+    401: "No bearer token, or an invalid or revoked one.",
+    403: "The token's role or org does not allow this.",
+    404: "No such job (or token) in the caller's org.",
+    409: "The job's state forbids this now, or the environment already has a job.",
+    412: "`If-Match` does not name the job's current version (ETag).",
+    422: "The body or a query parameter is invalid, or the change cannot be made in place.",
+}
+
+
+def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """The error answers an operation declares in the OpenAPI document, each with the error body."""
+    return {code: {"model": ErrorBody, "description": _ERRORS[code]} for code in (400, 401, 403, *codes)}
+
 
 class Caller:
     def __init__(self, org: str, role: Role, token_id: str) -> None:
@@ -79,12 +97,19 @@ def _domain_errors(if_match: bool = False) -> Iterator[None]:
         raise _problem(err.http_status, str(err)) from None
 
 
+# The job's version as `ETag` gives it ("7", or W/"7"); anything else is refused as invalid (422).
+IfMatch = Annotated[
+    str,  # absent: "" (a header has no null, so the schema offers none)
+    Header(pattern=r'^(W/)?"?[0-9]+"?$', description='The job\'s version as its `ETag` gives it, e.g. "7".'),
+]
+
+
 def _etag(job: JobView) -> str:
     return f'"{job.version}"'
 
 
 def _parse_if_match(value: str | None) -> int | None:
-    if value is None:
+    if not value:
         return None
     raw = value.strip().removeprefix("W/").strip('"')
     if not raw.isdigit():
@@ -150,11 +175,22 @@ def create_app(settings: Settings, *, run_workflows: bool = True) -> FastAPI:
             raise _problem(404, f"no job {job_id}")  # another org's job does not exist for this caller
         return job
 
-    @app.get("/healthz", tags=["meta"])
+    @app.get("/healthz", tags=["meta"], responses={400: {"model": ErrorBody, "description": _ERRORS[400]}})
     def healthz() -> dict[str, str]:
         return {"status": "ok", "version": vmplane.__version__}
 
-    @app.post(JOBS, status_code=201, tags=["jobs"])
+    @app.post(
+        JOBS,
+        status_code=201,
+        tags=["jobs"],
+        responses=errors(409, 422),
+        description=(
+            "Create an environment's provisioning job and start it. A spec that matches the schema can still "
+            "be refused with 422, naming each field, when fields contradict each other (a pool's min above "
+            "its desired or max, an existing VPC without its private subnets, the chosen cloud's own rules): "
+            "JSON Schema cannot state those."
+        ),
+    )
     def create_job(
         spec: EnvSpec,
         request: Request,
@@ -182,7 +218,7 @@ def create_app(settings: Settings, *, run_workflows: bool = True) -> FastAPI:
         response.headers["Location"] = f"{JOBS}/{job_id}"
         return response
 
-    @app.get(JOBS, tags=["jobs"])
+    @app.get(JOBS, tags=["jobs"], responses=errors(422))
     def list_jobs(
         who: Annotated[Caller, Depends(needs(Role.viewer))],
         status: Annotated[JobStatus | None, Query()] = None,
@@ -196,16 +232,21 @@ def create_app(settings: Settings, *, run_workflows: bool = True) -> FastAPI:
         query = f"limit={limit}&offset={offset + limit}" + (f"&status={status.value}" if status else "")
         return {"items": items, "next": f"{JOBS}?{query}" if more else None}
 
-    @app.get(JOBS + "/{job_id}", tags=["jobs"])
+    @app.get(JOBS + "/{job_id}", tags=["jobs"], responses=errors(404))
     def get_job(job_id: str, who: Annotated[Caller, Depends(needs(Role.viewer))]) -> JSONResponse:
         return _job_response(load(job_id, who))
 
-    @app.patch(JOBS + "/{job_id}", status_code=202, tags=["jobs"])
+    @app.patch(
+        JOBS + "/{job_id}",
+        status_code=202,
+        tags=["jobs"],
+        responses={200: {"description": "An update with no changes: the job as it is."}, **errors(404, 409, 412, 422)},
+    )
     def patch_job(
         job_id: str,
         body: PatchBody,
         who: Annotated[Caller, Depends(needs(Role.operator))],
-        if_match: Annotated[str | None, Header()] = None,
+        if_match: IfMatch = "",
     ) -> JSONResponse:
         expected = _parse_if_match(if_match)
         job = load(job_id, who)
@@ -248,11 +289,11 @@ def create_app(settings: Settings, *, run_workflows: bool = True) -> FastAPI:
         start(job.id, Phase.operation)
         return _job_response(load(job.id, who), 202, operation=record.dump(), impact=changes)
 
-    @app.delete(JOBS + "/{job_id}", status_code=202, tags=["jobs"])
+    @app.delete(JOBS + "/{job_id}", status_code=202, tags=["jobs"], responses=errors(404, 409, 412))
     def delete_job(
         job_id: str,
         who: Annotated[Caller, Depends(needs(Role.admin))],
-        if_match: Annotated[str | None, Header()] = None,
+        if_match: IfMatch = "",
     ) -> JSONResponse:
         expected = _parse_if_match(if_match)
         job = load(job_id, who)
@@ -263,14 +304,14 @@ def create_app(settings: Settings, *, run_workflows: bool = True) -> FastAPI:
         start(job_id, Phase.teardown)
         return _job_response(load(job_id, who), 202)
 
-    @app.post("/tokens", status_code=201, tags=["tokens"])
+    @app.post("/tokens", status_code=201, tags=["tokens"], responses=errors(422))
     def create_token(body: TokenRequest, who: Annotated[Caller, Depends(needs(Role.admin))]) -> dict[str, str]:
         """A new token for the caller's org; the token is in this response only (stored hashed)."""
         with transaction(settings.db_url) as s:
             token, row = tokens.create_token(s, who.org, body.role)
             return {"id": row.id, "org": row.org, "role": row.role, "token": token}
 
-    @app.get("/tokens", tags=["tokens"])
+    @app.get("/tokens", tags=["tokens"], responses=errors())
     def list_tokens(who: Annotated[Caller, Depends(needs(Role.admin))]) -> dict[str, Any]:
         with transaction(settings.db_url) as s:
             rows = tokens.list_tokens(s, who.org)
@@ -285,19 +326,27 @@ def create_app(settings: Settings, *, run_workflows: bool = True) -> FastAPI:
             ]
         return {"items": items}
 
-    @app.delete("/tokens/{token_id}", status_code=204, tags=["tokens"])
+    @app.delete("/tokens/{token_id}", status_code=204, tags=["tokens"], responses=errors(404))
     def revoke_token(token_id: str, who: Annotated[Caller, Depends(needs(Role.admin))]) -> Response:
         with transaction(settings.db_url) as s:
             if not tokens.revoke(s, token_id, who.org):
                 raise _problem(404, f"no live token {token_id}")
         return Response(status_code=204)
 
-    @app.exception_handler(HTTPException)
-    def _http_error(_: Request, exc: HTTPException) -> Response:
+    @app.exception_handler(StarletteHTTPException)  # FastAPI's HTTPException and the router's 404/405
+    def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
         detail = exc.detail if isinstance(exc.detail, dict | list) else {"message": str(exc.detail)}
-        return JSONResponse({"detail": detail}, status_code=exc.status_code, headers=exc.headers)
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:  # the router names only the first route's methods; a path has several
+            headers["Allow"] = ", ".join(_allowed_methods(app, request.url.path))
+        return JSONResponse({"detail": detail}, status_code=exc.status_code, headers=headers)
 
     return app
+
+
+def _allowed_methods(app: FastAPI, path: str) -> list[str]:
+    routes = [r for r in app.routes if isinstance(r, APIRoute) and r.path_regex.match(path)]
+    return sorted({m for r in routes for m in r.methods or ()})
 
 
 def _impact(path: str, impact: Impact) -> dict[str, str]:

@@ -77,6 +77,26 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return out
 
 
+class ErrorMessage(BaseModel):
+    """A refusal: `message` says why; some carry more (refusals and impact of an update)."""
+
+    model_config = ConfigDict(extra="allow")
+    message: str
+
+
+class ValidationIssue(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    loc: list[str | int]
+    msg: str
+    type: str
+
+
+class ErrorBody(BaseModel):
+    """Every error answer: one message, or (422 on an invalid body or query) the list of field issues."""
+
+    detail: ErrorMessage | list[ValidationIssue]
+
+
 class TokenRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

@@ -91,7 +91,7 @@ class Network(SpecModel):
         description="Private subnets of the existing network for the VMs (required with existingVpcId except "
         "on Proxmox). AWS: subnet ids (subnet-...); GCP: subnetwork names. Also accepted as existingSubnets.",
     )
-    ingress_ports: list[Annotated[int, Field(ge=1, le=65535)]] = Field(
+    ingress_ports: list[Annotated[int, Field(ge=1, le=65535, json_schema_extra={"not": {"const": 22}})]] = Field(
         default_factory=lambda: [80],
         description="TCP ports the VM security group opens, to sources inside the VPC only. Never 22.",
     )
@@ -329,7 +329,11 @@ class EnvSpec(SpecModel):
     org: str = Field(pattern=DNS_LABEL, description="Owning organisation id (the zop:orgId tag).")
     provider: Provider = Field(description="Where the environment runs; the shape follows provider.cloud.")
     network: Network = Field(default_factory=Network)
-    pools: dict[str, Pool] = Field(min_length=1, description="VM pools by name (DNS-safe names).")
+    pools: dict[str, Pool] = Field(
+        min_length=1,
+        description="VM pools by name (DNS-safe names).",
+        json_schema_extra={"propertyNames": {"pattern": DNS_LABEL}},  # what `_pool_names` enforces
+    )
     bootstrap: Bootstrap = Field(default_factory=Bootstrap)
     exec_: Exec = Field(default_factory=Exec, alias="exec")
     tag_prefix: str = Field(default="zop:", pattern=r"^[A-Za-z0-9_.:/=+@-]{1,32}$")

@@ -30,8 +30,12 @@ class AwsProvider(SpecModel):
 
 class GcpProvider(SpecModel):
     cloud: Literal[Cloud.gcp] = Field(description="Google Cloud.")
-    project: str = Field(description="Google Cloud project id: 6-30 lowercase letters, digits or '-'.")
-    region: str = Field(description="Google Cloud region, e.g. us-central1.")
+    # The patterns are what the validators below enforce, stated in the schema (JSON Schema and OpenAPI).
+    project: str = Field(
+        description="Google Cloud project id: 6-30 lowercase letters, digits or '-'.",
+        json_schema_extra={"pattern": GCP_PROJECT},
+    )
+    region: str = Field(description="Google Cloud region, e.g. us-central1.", json_schema_extra={"pattern": GCP_REGION})
 
     @field_validator("project")
     @classmethod

@@ -10,8 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from vmplane.envspec.models import DNS_LABEL, NETWORK_SYNONYMS, EnvSpec
-from vmplane.envspec.provider import GCP_PROJECT, GCP_REGION
+from vmplane.envspec.models import NETWORK_SYNONYMS, EnvSpec
 
 SCHEMA_FILENAME = "vmplane.env.schema.json"
 SCHEMA_ID = "urn:vmplane:schema:env"
@@ -22,12 +21,7 @@ def env_json_schema() -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of a spec file; the same input always gives the same output."""
     schema = EnvSpec.model_json_schema(by_alias=True)
     _drop_property_titles(schema)
-    schema["properties"]["pools"]["propertyNames"] = {"pattern": DNS_LABEL}
-    ports = schema["$defs"]["Network"]["properties"]["ingressPorts"]
-    ports["items"]["not"] = {"const": 22}
     _network_synonyms(schema["$defs"]["Network"])
-    gcp = schema["$defs"]["GcpProvider"]["properties"]
-    gcp["project"]["pattern"], gcp["region"]["pattern"] = GCP_PROJECT, GCP_REGION
     schema["$defs"]["ProxmoxProvider"]["oneOf"] = [{"required": ["node"]}, {"required": ["nodes"]}]
     return {
         "$schema": SCHEMA_DIALECT,
