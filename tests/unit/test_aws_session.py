@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.session import SANDBOX_CREDENTIALS, AwsClients, AwsTarget
 from vmplane.clouds.base import API_CALLS
+from vmplane.clouds.errors import UnsupportedError
 
 SANDBOX = "http://127.0.0.1:4566"
 
@@ -93,3 +97,58 @@ def test_failed_calls_are_tallied_too(aws):
 def test_the_describe_names_the_endpoint():
     assert AwsTarget(region="us-east-1", endpoint_url=SANDBOX).describe() == f"sandbox {SANDBOX} (us-east-1)"
     assert AwsTarget(region="eu-west-1").describe() == "AWS eu-west-1"
+
+
+class _Flaky(ThreadingHTTPServer):
+    """Answers the first request with a 5xx whose body is no AWS document, the next ones properly."""
+
+    def __init__(self, first_body: bytes) -> None:
+        self.first_body, self.requests = first_body, 0
+        super().__init__(("127.0.0.1", 0), _FlakyHandler)
+
+
+class _FlakyHandler(BaseHTTPRequestHandler):
+    server: _Flaky
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.server.requests += 1
+        if self.server.requests == 1:
+            status, body = 500, self.server.first_body
+        else:
+            status = 200
+            body = b'<DescribeVpcsResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/"><requestId>r</requestId><vpcSet/></DescribeVpcsResponse>'
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_args: object) -> None:
+        pass
+
+
+@pytest.mark.parametrize("first_body", [b"upstream exploded", b"<Response><Errors><Error><Code>Intern"])
+def test_a_5xx_whose_body_is_no_aws_document_is_retried_like_any_5xx(first_body: bytes) -> None:
+    server = _Flaky(first_body)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        aws = AwsClients(AwsTarget(region="us-east-1", endpoint_url=f"http://127.0.0.1:{server.server_port}"))
+        assert aws.ec2.describe_vpcs()["Vpcs"] == []  # not "the endpoint answered with something that is not AWS"
+        assert server.requests == 2
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_an_html_5xx_page_still_reads_as_an_action_the_endpoint_does_not_implement() -> None:
+    # moto behind Flask answers an unimplemented action with its HTML error page (rotation relies on it).
+    server = _Flaky(b"<!doctype html>\n<html lang=en><title>500 Internal Server Error</title>")
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        aws = AwsClients(AwsTarget(region="us-east-1", endpoint_url=f"http://127.0.0.1:{server.server_port}"))
+        with pytest.raises(UnsupportedError, match="not an AWS response"):
+            aws_call(aws.ec2.describe_vpcs)
+        assert server.requests == 1  # not retried
+    finally:
+        server.shutdown()
+        server.server_close()

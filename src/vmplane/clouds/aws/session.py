@@ -6,8 +6,10 @@ user's real AWS credentials are never read. Every API call is counted per step (
 
 from __future__ import annotations
 
+import json
 import os
 import threading
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +29,26 @@ _BOTO_CONFIG = Config(
     retries={"mode": "standard", "max_attempts": 6},
     user_agent_extra="vmplane",
 )
+
+
+def _blank_unreadable_5xx(response_dict: dict[str, Any], operation_model: Any, **_: Any) -> None:
+    """A 5xx whose body is not the protocol's XML or JSON (plain text, a truncated answer) would fail to
+    parse, and a parse error is never retried. With the body emptied, botocore reads it as a generic
+    server error, which its standard retry mode retries like any 5xx. An HTML page is left alone: it is
+    how the sandbox (moto behind Flask) answers an action it does not implement, which `aws_errors`
+    reports as unsupported."""
+    if response_dict.get("status_code", 0) < 500 or not response_dict.get("body"):
+        return
+    body = response_dict["body"]
+    if body.lstrip()[:15].lower().startswith((b"<!doctype html", b"<html")):
+        return
+    try:
+        if "json" in operation_model.service_model.resolved_protocol:
+            json.loads(body)
+        else:
+            ET.fromstring(body)  # botocore parses this same body the same way next
+    except (ValueError, ET.ParseError):
+        response_dict["body"] = b""
 
 
 @dataclass(frozen=True)
@@ -76,6 +98,7 @@ class AwsClients:
             if service not in self._clients:
                 c = self._session.client(service, endpoint_url=self.target.endpoint_url, config=_BOTO_CONFIG)
                 c.meta.events.register("before-call.*.*", _count_call)
+                c.meta.events.register("before-parse.*.*", _blank_unreadable_5xx)
                 hook = fault_hook() if self.target.sandbox else None
                 if hook is not None:
                     c.meta.events.register("after-call.*.*", lambda model, _h=hook, **_: _h.after(model.name))
