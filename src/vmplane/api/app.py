@@ -68,9 +68,11 @@ _ERRORS = {
 }
 
 
-def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
-    """The error answers an operation declares in the OpenAPI document, each with the error body."""
-    return {code: {"model": ErrorBody, "description": _ERRORS[code]} for code in (400, 401, 403, *codes)}
+def errors(*codes: int, auth: bool = True) -> dict[int | str, dict[str, Any]]:
+    """The error answers an operation declares in the OpenAPI document, each with the error body: 400,
+    401 and 403 (unless the operation needs no token), and `codes`."""
+    common = (400, 401, 403) if auth else (400,)
+    return {code: {"model": ErrorBody, "description": _ERRORS[code]} for code in (*common, *codes)}
 
 
 class Caller:
@@ -108,13 +110,9 @@ def _etag(job: JobView) -> str:
     return f'"{job.version}"'
 
 
-def _parse_if_match(value: str | None) -> int | None:
-    if not value:
-        return None
-    raw = value.strip().removeprefix("W/").strip('"')
-    if not raw.isdigit():
-        raise _problem(412, f"If-Match must be a job version as given in ETag, not {value!r}")
-    return int(raw)
+def _parse_if_match(value: str) -> int | None:
+    """The version an `If-Match` names (`IfMatch` has checked its form), or None when it is absent."""
+    return int(value.removeprefix("W/").strip('"')) if value else None
 
 
 def _job_response(job: JobView, status: int = 200, **extra: Any) -> JSONResponse:
@@ -175,7 +173,7 @@ def create_app(settings: Settings, *, run_workflows: bool = True) -> FastAPI:
             raise _problem(404, f"no job {job_id}")  # another org's job does not exist for this caller
         return job
 
-    @app.get("/healthz", tags=["meta"], responses={400: {"model": ErrorBody, "description": _ERRORS[400]}})
+    @app.get("/healthz", tags=["meta"], responses=errors(auth=False))
     def healthz() -> dict[str, str]:
         return {"status": "ok", "version": vmplane.__version__}
 

@@ -79,7 +79,7 @@ def step_graph(names: list[str], depends: Mapping[str, list[str]]) -> dict[str, 
             graph[name] = [d for d in depends[name] if step_of(d) in order]
         else:
             graph[name] = names[i - 1 : i]
-    sorter = TopologicalSorter({name: [step_of(d) for d in deps] for name, deps in graph.items()})
+    sorter = _sorter(graph)
     try:
         sorter.prepare()
     except CycleError as err:
@@ -91,13 +91,18 @@ def step_graph(names: list[str], depends: Mapping[str, list[str]]) -> dict[str, 
     return graph
 
 
+def _sorter(graph: Mapping[str, list[str]]) -> TopologicalSorter[str]:
+    """Steps ordered by the steps they need (a milestone orders like its whole step)."""
+    return TopologicalSorter({name: [step_of(d) for d in deps] for name, deps in graph.items()})
+
+
 def waves(names: list[str], depends: Mapping[str, list[str]]) -> list[list[str]]:
     """The steps in waves, each step in the first wave after all of its dependencies have ended (a
-    milestone counted as its whole step): the order of completion, as `vmplane plan` and bench/ show it.
-    The runner itself starts each step as soon as what it needs is met (`pipeline.stepgraph`)."""
+    milestone counted as its whole step): the order of completion, as bench/ reports it. The runner
+    itself starts each step as soon as what it needs is met (`pipeline.stepgraph`)."""
     graph = step_graph(names, depends)
     order = {name: i for i, name in enumerate(names)}
-    sorter = TopologicalSorter({name: [step_of(d) for d in deps] for name, deps in graph.items()})
+    sorter = _sorter(graph)
     sorter.prepare()
     out: list[list[str]] = []
     while sorter.is_active():
