@@ -7,6 +7,9 @@ import os
 import socket
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -146,6 +149,42 @@ class Cli:
         assert proc.returncode == expect, f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
         out: dict[str, Any] = json.loads(proc.stdout)
         return out
+
+
+@contextmanager
+def vmplane_serve(cli: Cli, log: Path) -> Iterator[str]:
+    """A real `vmplane serve` (with its worker) for cli's home and sandbox on a free 127.0.0.1 port, its output
+    in log: yields its base URL once /healthz answers, and stops it on exit."""
+    import httpx
+
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vmplane", "serve", "--port", str(port)],
+        env=cli.env,
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"vmplane serve did not start:\n{log.read_text()}")
+            time.sleep(0.1)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def write_env(tmp_path: Path, name: str, org: str = "acme", example: str = "fixed.jsonc", **overrides: Any) -> Path:

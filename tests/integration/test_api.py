@@ -4,8 +4,6 @@ org isolation, the error codes, If-Match, and random bodies that must never prod
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -16,7 +14,7 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.helpers import EXAMPLES, Cli, Sandbox, free_port
+from tests.helpers import EXAMPLES, Cli, Sandbox, vmplane_serve
 from tests.integration.test_apply_destroy import job_resources
 from tests.integration.test_load_balancer import lb_parts
 
@@ -41,29 +39,9 @@ class Api:
 def api(sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
     home = tmp_path_factory.mktemp("api-home")
     cli = Cli(home=home, sandbox_port=sandbox.port)
-    port = free_port()
     log = home / "serve.log"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "vmplane", "serve", "--port", str(port)],
-        env=cli.env,
-        stdout=log.open("w"),
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            pytest.fail(f"vmplane serve did not start:\n{log.read_text()}")
-        time.sleep(0.1)
-    yield Api(url, cli, log)
-    proc.terminate()
-    proc.wait(timeout=30)
+    with vmplane_serve(cli, log) as url:
+        yield Api(url, cli, log)
 
 
 def spec_doc(name: str, example: str = "web.jsonc", org: str = "acme") -> dict[str, Any]:
