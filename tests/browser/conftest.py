@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.browser.harness import ARTIFACTS, CHROMIUM, DESKTOP, SLOW_MS, Shots, Ui, missing_browser
+from tests.browser.harness import ARTIFACTS, CHROMIUM, DESKTOP, QUICK_MS, Shots, Ui, missing_browser
 from tests.helpers import Cli, Sandbox, vmplane_serve
 
 ORG = "acme"  # examples/web.jsonc's org
@@ -44,7 +44,7 @@ def browser() -> Iterator[Any]:
         pytest.skip(why)
     from playwright.sync_api import expect, sync_playwright
 
-    expect.set_options(timeout=SLOW_MS)
+    expect.set_options(timeout=QUICK_MS)
     with sync_playwright() as p:
         # --no-sandbox: CI runs as root, where chromium's own sandbox refuses to start.
         b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])

@@ -18,7 +18,9 @@ ARTIFACTS = Path(os.environ.get("VMPLANE_ARTIFACTS") or REPO / "artifacts") / "s
 AXE = Path(__file__).parent / "vendor" / "axe.min.js"  # axe-core 4.14.1 (vendor/LICENSE: MPL-2.0)
 DESKTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
-# Playwright's expect() waits this long by default here: the sandbox apply takes 30-60 s on 2 busy cores.
+# How long expect() waits: by default (pages, forms), and for the sandbox's jobs (an apply of web.jsonc
+# takes 30-60 s alone, more on 2 cores shared with the rest of the suite).
+QUICK_MS = 30_000
 SLOW_MS = 240_000
 
 
@@ -82,8 +84,10 @@ class Ui:
         self.page.wait_for_url("**/ui/jobs")
 
     def csrf(self) -> str:
-        value = self.page.locator("input[type=hidden][name=csrf]").first.get_attribute("value")
-        assert value, f"no csrf value in a form of {self.page.url}"
+        """The session's CSRF value, as the page gives it to its forms (or to htmx, in a meta tag)."""
+        inputs, meta = self.page.locator("input[type=hidden][name=csrf]"), self.page.locator("meta[name=csrf-token]")
+        value = inputs.first.get_attribute("value") if inputs.count() else meta.get_attribute("content")
+        assert value, f"no csrf value on {self.page.url}"
         return str(value)
 
     def seen(self, name: str) -> None:

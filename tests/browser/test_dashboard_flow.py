@@ -39,10 +39,10 @@ def sign_in_with_keyboard(ui: Ui, token: str) -> None:
     ui.goto("/ui/sign-in")
     ui.seen("sign-in")
     field = page.locator("form#sign-in input[name=token]")
-    for _ in range(20):
-        page.keyboard.press("Tab")
+    for _ in range(20):  # it may have the focus already (autofocus)
         if field.evaluate("el => el === document.activeElement"):
             break
+        page.keyboard.press("Tab")
     else:
         pytest.fail("Tab never reached the API token field")
     page.keyboard.type(token)
@@ -109,7 +109,7 @@ def viewer_sees_but_cannot_act(open_ui: Callable[[], Ui], token: str, job_id: st
     expect(ui.page.locator("ol#steps li[data-step]")).to_have_count(11)
     expect(ui.page.locator("a[data-action]")).to_have_count(0)
     ui.seen("job-viewer")
-    csrf = ui.csrf()  # the sign-out form's, from the viewer's own session
+    csrf = ui.csrf()  # the viewer's own session's
     for name in ("detach-lb", "destroy"):
         r = ui.page.request.post(ui.url(f"/ui/jobs/{job_id}/actions/{name}"), form={"csrf": csrf}, max_redirects=0)
         assert r.status == 403, f"a viewer's POST of {name}: {r.status}"
