@@ -96,9 +96,17 @@ def allowed_actions(job: JobView, role: Role) -> list[str]:
         elif action == "scale":
             if ops:
                 out.append(action)
-        elif ops and _planner_accepts(job, action):
+        elif ops and _planner_accepts(job, action) and _changes_power(job, action):
             out.append(action)
     return out
+
+
+def _changes_power(job: JobView, action: str) -> bool:
+    """Stop is offered while a pool runs, start while one is stopped (the planners accept both as no-ops)."""
+    if action not in ("stop", "start"):
+        return True
+    wanted = "running" if action == "stop" else "stopped"
+    return any(state["state"] == wanted for state in _pools(job).values())
 
 
 def _planner_accepts(job: JobView, action: str) -> bool:
@@ -152,7 +160,7 @@ def job_page(job: JobView, role: Role) -> JobPage:
         for v in infra.outdated_vms()
     ]
     lb = None
-    if infra.LoadBalancerID or job.spec.load_balancer is not None:
+    if infra.LoadBalancerID or (job.spec.load_balancer is not None and job.status is not JobStatus.deleted):
         lb = {
             "domain": job.spec.load_balancer.domain if job.spec.load_balancer else None,
             "dns_name": infra.LoadBalancerDNSName or "pending",
