@@ -122,7 +122,7 @@ def router(dash: Dashboard) -> APIRouter:
                 issue = SpecIssue("$", f"not UTF-8 text (bad byte at offset {err.start})", 1, 1)
                 return page(request, who, Checked("", file.filename, [issue]), sandbox, 422)
         checked = check(dash.settings, who, text, filename, sandbox)
-        return page(request, who, checked, sandbox, 422 if checked.issues else 200)
+        return page(request, who, checked, sandbox, 422 if checked.issues else 409 if checked.conflict else 200)
 
     @r.post("/ui/new/apply")
     def apply(
