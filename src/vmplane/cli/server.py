@@ -23,13 +23,13 @@ def serve(
         ),
     ] = True,
 ) -> None:
-    """Run the provisioning API (/provisioning-jobs)."""
+    """Run the provisioning API (/provisioning-jobs) and the dashboard (open http://HOST:PORT/)."""
     import uvicorn
 
-    from vmplane.api.app import create_app
+    from vmplane.dashboard import create_server
 
-    # Access logs carry method, path and status only: never headers, so never a token.
-    app_ = create_app(settings(), run_workflows=worker)
+    # Access logs carry method, path and status only: never headers or cookies, so never a token.
+    app_ = create_server(settings(), run_workflows=worker)
     uvicorn.run(app_, host=host, port=port, log_level="info", proxy_headers=False)
 
 
