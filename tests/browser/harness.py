@@ -41,7 +41,7 @@ class Shots:
 
     root: Path
     phone_done: set[str] = field(default_factory=set)
-    count: int = 0
+    taken: dict[str, int] = field(default_factory=dict)  # by test: numbered per test, a re-run overwrites its own
 
 
 class Ui:
@@ -61,7 +61,8 @@ class Ui:
 
     def _console(self, msg: Any) -> None:
         if msg.type == "error" and not any(p.search(msg.text) for p in self.allowed):
-            self.errors.append(f"console error on {self.page.url}: {msg.text}")
+            where = msg.location.get("url") or self.page.url
+            self.errors.append(f"console error on {self.page.url} (from {where}): {msg.text}")
 
     def allow_status(self, status: int) -> None:
         """Chromium logs an error status of the document itself ('Failed to load resource: ... status of 401'):
@@ -95,8 +96,8 @@ class Ui:
         page = self.page
         page.wait_for_load_state("load")
         self.shots.root.mkdir(parents=True, exist_ok=True)
-        self.shots.count += 1
-        stem = f"{self.shots.count:03d}-{self.test}-{name}"
+        n = self.shots.taken[self.test] = self.shots.taken.get(self.test, 0) + 1
+        stem = f"{self.test}-{n:02d}-{name}"
         page.screenshot(path=self.shots.root / f"{stem}.png", full_page=True)
         if name not in self.shots.phone_done:
             self.shots.phone_done.add(name)
@@ -127,6 +128,8 @@ class Ui:
         assert not bad, f"axe: serious or critical violations on {name} ({self.page.url}): {bad}"
 
     def check_clean(self) -> None:
-        assert not self.errors, "\n".join(self.errors)
+        """Fails on what went wrong since the last check (each problem is reported once)."""
+        errors, self.errors = self.errors, []
+        assert not errors, "\n".join(errors)
         outside = [u for u in self.requests if urlsplit(u).hostname not in ("127.0.0.1", None)]
         assert not outside, f"requests left 127.0.0.1: {outside}"

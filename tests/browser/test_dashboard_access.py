@@ -36,6 +36,7 @@ def test_a_broken_file_shows_each_error_at_line_col_and_creates_no_job(
     open_ui: Callable[[], Ui], dashboard: Any, tmp_path: Path
 ) -> None:
     ui = open_ui()
+    ui.allow_status(422)  # the answer to a check that found errors
     ui.sign_in(dashboard.tokens["operator"])
     before = job_ids(ui)
     text = (
