@@ -113,6 +113,9 @@ def viewer_sees_but_cannot_act(open_ui: Callable[[], Ui], token: str, job_id: st
     for name in ("detach-lb", "destroy"):
         r = ui.page.request.post(ui.url(f"/ui/jobs/{job_id}/actions/{name}"), form={"csrf": csrf}, max_redirects=0)
         assert r.status == 403, f"a viewer's POST of {name}: {r.status}"
+    # The CSRF value was the right one (so the 403s were the role's): the same value signs the viewer out.
+    r = ui.page.request.post(ui.url("/ui/sign-out"), form={"csrf": csrf}, max_redirects=0)
+    assert r.status == 303, f"sign-out with the viewer's CSRF value: {r.status}"
 
 
 @pytest.mark.timeout(900)
@@ -147,12 +150,22 @@ def test_sign_in_create_watch_live_detach_attach_destroy(
     status = page.locator("#job-status")
     first = status.get_attribute("data-status")
     assert first in ("pending", "running"), f"the job was already {first} when its page loaded"
+    steps = page.locator("ol#steps li[data-step]")
+    waiting = [li.get_attribute("data-step") for li in steps.all() if li.get_attribute("data-status") != "succeeded"]
+    assert waiting, "every step had succeeded when the job page loaded"
     page.evaluate("window.__sameDocument = true")
     ui.seen("job-running")
     expect(status).to_have_attribute("data-status", "succeeded", timeout=SLOW_MS)
-    steps = page.locator("ol#steps li[data-step]")
     expect(steps).to_have_count(11)
     expect(page.locator("ol#steps li[data-step]:not([data-status=succeeded])")).to_have_count(0)
+    for name in waiting:  # each shows its duration, API calls and log (folded)
+        step = page.locator(f"ol#steps li[data-step={name}]")
+        expect(step).to_contain_text(re.compile(r"\d+ API call"))
+        expect(step).to_contain_text(re.compile(r"\d(\.\d+)? ?(ms|s|min)\b"))
+        expect(step.locator("details pre")).to_be_hidden()
+    validate = page.locator("ol#steps li[data-step=stepValidate] details")
+    validate.locator("summary").click()
+    expect(validate.locator("pre")).to_be_visible()
     assert page.evaluate("window.__sameDocument === true"), "the job page reloaded to show the progress"
     assert any(u.endswith(f"/ui/jobs/{job_id}/events") for u in ui.requests), "no request to the job's event stream"
     ui.seen("job-succeeded")
