@@ -206,3 +206,10 @@ def test_pages_carry_the_security_headers_and_the_api_document_has_no_dashboard_
     paths = dash.client.get("/openapi.json").json()["paths"]
     assert not [p for p in paths if p == "/" or p.startswith("/ui")]
     assert "content-security-policy" not in dash.client.get("/healthz").headers
+
+
+def test_an_unknown_dashboard_page_is_an_html_404(dash: Dash) -> None:
+    c = dash.sign_in(dash.token())
+    r = c.get("/ui/no-such-page")
+    assert r.status_code == 404 and "/ui/no-such-page" in Page(r.text).one(role="alert").text
+    assert c.get("/ui/static/app.css").status_code == 200

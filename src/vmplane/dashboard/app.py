@@ -61,6 +61,7 @@ def create_server(settings: Settings, *, run_workflows: bool = True) -> FastAPI:
     for module in (pages, actions, wizard, events):
         app.include_router(module.router(dash))
     app.mount("/ui/static", StaticFiles(directory=HERE / "static"), name="ui-static")
+    app.include_router(pages.not_found_router(dash))
     app.add_middleware(SecurityHeaders)
 
     async def sign_in_required(request: Request, _: Any) -> Response:

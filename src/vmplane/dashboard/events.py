@@ -27,10 +27,12 @@ LIFETIME = 300.0
 # The page's live regions, each rendered by its own template and replaced by id (static/app.js).
 LIVE = {
     "job-status": "_status.html",
+    "job-error": "_error.html",
     "steps-section": "_steps.html",
     "infra": "_infra.html",
     "history": "_history.html",
     "actions": "_actions.html",
+    "cost": "_cost.html",
 }
 
 

@@ -60,6 +60,7 @@ def router(dash: Dashboard) -> APIRouter:
             row = tokens.verify(s, token.strip())
         if row is None:
             return sign_in_page(request, 401, "That token is not valid (or has been revoked).")
+        dash.sessions.drop(request.cookies.get(COOKIE))  # a new sign-in never reuses a session id
         sid, _ = dash.sessions.create(token.strip())
         response = see_other("/ui/jobs")
         set_cookie(response, request, COOKIE, sid)
@@ -109,5 +110,17 @@ def router(dash: Dashboard) -> APIRouter:
         who = dash.who(request)
         page = job_page(dash.load(job_id, who), who.role)
         return dash.render(request, "job.html", who, page=page, titles=ACTION_TITLES, Role=Role)
+
+    return r
+
+
+def not_found_router(dash: Dashboard) -> APIRouter:
+    """Any other `/ui/` address: a 404 page (included after the static mount, which it must not shadow)."""
+    r = APIRouter(include_in_schema=False)
+
+    @r.get("/ui/{rest:path}")
+    def not_found(request: Request, rest: str) -> Response:
+        who = dash.who(request)
+        return dash.render(request, "error.html", who, 404, message=f"No page /ui/{rest}.", status=404)
 
     return r
