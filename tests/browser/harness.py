@@ -75,14 +75,23 @@ class Ui:
     def path(self) -> str:
         return urlsplit(self.page.url).path
 
-    def goto(self, path: str) -> Any:
-        return self.page.goto(self.url(path))
+    def page_name(self) -> str:
+        """The current page as a screenshot names it: /ui/jobs/ID/actions/scale -> job-actions-scale."""
+        path = re.sub(r"jobs/[^/]+", "job", self.path().removeprefix("/ui/").strip("/"))
+        return path.replace("/", "-") or "root"
 
-    def sign_in(self, token: str) -> None:
+    def goto(self, path: str, name: str = "") -> Any:
+        """Open path (following redirects), and `seen` the page it lands on."""
+        response = self.page.goto(self.url(path))
+        self.seen(name or self.page_name())
+        return response
+
+    def sign_in(self, token: str, name: str = "jobs") -> None:
         self.goto("/ui/sign-in")
         self.page.get_by_label("API token").fill(token)
         self.page.locator("form#sign-in").get_by_role("button", name="Sign in").click()
         self.page.wait_for_url("**/ui/jobs")
+        self.seen(name)
 
     def csrf(self) -> str:
         """The session's CSRF value, as the page gives it to its forms (or to htmx, in a meta tag)."""

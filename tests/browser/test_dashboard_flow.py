@@ -37,7 +37,6 @@ def sign_in_with_keyboard(ui: Ui, token: str) -> None:
     """Tab to the token field, type, Tab to "Sign in", Enter: no mouse."""
     page = ui.page
     ui.goto("/ui/sign-in")
-    ui.seen("sign-in")
     field = page.locator("form#sign-in input[name=token]")
     for _ in range(20):  # it may have the focus already (autofocus)
         if field.evaluate("el => el === document.activeElement"):
@@ -101,14 +100,12 @@ def viewer_sees_but_cannot_act(open_ui: Callable[[], Ui], token: str, job_id: st
     """A viewer: the jobs list and the job page, no action links, and a POST of an action (with its own
     session and a valid CSRF value) refused with 403."""
     ui = open_ui()
-    ui.sign_in(token)
+    ui.sign_in(token, "jobs-viewer")
     expect(ui.page.locator(f"table#jobs tbody tr[data-job-id='{job_id}']")).to_be_visible()
-    ui.seen("jobs-viewer")
-    ui.goto(f"/ui/jobs/{job_id}")
+    ui.goto(f"/ui/jobs/{job_id}", "job-viewer")
     expect(ui.page.locator("#job-status")).to_have_attribute("data-status", "succeeded")
     expect(ui.page.locator("ol#steps li[data-step]")).to_have_count(11)
     expect(ui.page.locator("a[data-action]")).to_have_count(0)
-    ui.seen("job-viewer")
     csrf = ui.csrf()  # the viewer's own session's
     for name in ("detach-lb", "destroy"):
         r = ui.page.request.post(ui.url(f"/ui/jobs/{job_id}/actions/{name}"), form={"csrf": csrf}, max_redirects=0)
@@ -198,6 +195,7 @@ def test_sign_in_create_watch_live_detach_attach_destroy(
     page.wait_for_url(f"**/ui/jobs/{job_id}")
     reload_until(ui, lambda: lb_attached(ui))
     assert lb_parts(sandbox, job_id, DOMAIN)["lbs"], "the sandbox has no load balancer again"
+    ui.seen("job-attached")
     expect(page.locator("#history")).to_contain_text(re.compile(r"detach", re.I))
 
     action(ui, job_id, "destroy").click()
