@@ -60,14 +60,15 @@ def shots() -> Shots:
 @pytest.fixture
 def open_ui(
     browser: Any, dashboard: Dashboard, shots: Shots, request: pytest.FixtureRequest
-) -> Iterator[Callable[[], Ui]]:
-    """A factory of Uis (a fresh browser context each: its own cookies); each is checked for console errors
-    once more and closed when the test ends."""
+) -> Iterator[Callable[..., Ui]]:
+    """A factory of Uis (a fresh browser context each: its own cookies; `javascript=False` for one with
+    JavaScript off); each is checked for console errors once more and closed when the test ends."""
     test = re.sub(r"[^A-Za-z0-9_-]+", "-", request.node.name.removeprefix("test_"))
     opened: list[Ui] = []
 
-    def make() -> Ui:
-        ui = Ui(browser.new_context(viewport=DESKTOP), dashboard.url, shots, test)
+    def make(javascript: bool = True) -> Ui:
+        context = browser.new_context(viewport=DESKTOP, java_script_enabled=javascript)
+        ui = Ui(context, dashboard.url, shots, test, javascript)
         ui.page.set_default_timeout(60_000)
         opened.append(ui)
         return ui

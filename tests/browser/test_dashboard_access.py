@@ -17,7 +17,7 @@ if missing_browser():
 
 from playwright.sync_api import expect
 
-pytestmark = [pytest.mark.slow, pytest.mark.sandbox]
+pytestmark = [pytest.mark.slow, pytest.mark.sandbox, pytest.mark.browser]
 
 
 def job_ids(ui: Ui) -> set[str]:
@@ -33,7 +33,7 @@ def position(text: str, needle: str) -> str:
 
 
 def test_a_broken_file_shows_each_error_at_line_col_and_creates_no_job(
-    open_ui: Callable[[], Ui], dashboard: Any, tmp_path: Path
+    open_ui: Callable[..., Ui], dashboard: Any, tmp_path: Path
 ) -> None:
     ui = open_ui()
     ui.allow_status(422)  # the answer to a check that found errors
@@ -60,7 +60,7 @@ def test_a_broken_file_shows_each_error_at_line_col_and_creates_no_job(
     assert job_ids(ui) == before, "a broken file created a job"
 
 
-def test_a_bad_token_is_refused_and_signing_out_closes_the_pages(open_ui: Callable[[], Ui], dashboard: Any) -> None:
+def test_a_bad_token_is_refused_and_signing_out_closes_the_pages(open_ui: Callable[..., Ui], dashboard: Any) -> None:
     ui = open_ui()
     page = ui.page
     ui.allow_status(401)
@@ -95,3 +95,27 @@ def test_a_bad_token_is_refused_and_signing_out_closes_the_pages(open_ui: Callab
     ui.context.add_cookies([cookie])
     ui.goto("/ui/jobs")
     assert ui.path() == "/ui/sign-in", "a signed-out session's cookie still opens the jobs list"
+
+
+def test_without_javascript_the_pages_and_forms_still_work(open_ui: Callable[..., Ui], dashboard: Any) -> None:
+    """htmx and the event stream only enhance: sign-in, the nav, the jobs filter and sign-out are plain
+    links and forms."""
+    ui = open_ui(javascript=False)
+    page = ui.page
+    ui.sign_in(dashboard.tokens["operator"], "jobs-no-js")
+    page.locator("form#job-filter select[name=status]").select_option("succeeded")
+    page.locator("form#job-filter").get_by_role("button", name="Filter").click()
+    page.wait_for_url("**/ui/jobs?status=succeeded")
+    expect(page.locator("form#job-filter select[name=status]")).to_have_value("succeeded")
+    for cell in page.locator("table#jobs tbody tr[data-job-id] [data-field=status]").all():
+        expect(cell).to_have_text("succeeded")
+    page.locator("nav").get_by_role("link", name="New environment").click()
+    page.wait_for_url("**/ui/new")
+    expect(page.locator("form#new-env textarea[name=spec]")).to_be_visible()
+    page.locator("nav").get_by_role("link", name="Sign out").click()  # without htmx: a page with the form
+    page.wait_for_url("**/ui/sign-out")
+    ui.seen("sign-out-no-js")
+    page.locator("form#sign-out").get_by_role("button", name="Sign out").click()
+    page.wait_for_url("**/ui/sign-in")
+    ui.goto("/ui/jobs", "sign-in-no-js")
+    assert ui.path() == "/ui/sign-in"

@@ -19,7 +19,7 @@ if missing_browser():
 
 from playwright.sync_api import expect
 
-pytestmark = [pytest.mark.slow, pytest.mark.sandbox]
+pytestmark = [pytest.mark.slow, pytest.mark.sandbox, pytest.mark.browser]
 
 NAME = "ui-web"  # the example under a name of its own: the sandbox account is shared by the session's tests
 DOMAIN = f"{NAME}.sandbox.vmplane.test"
@@ -96,7 +96,7 @@ def lb_attached(ui: Ui) -> None:
     expect(ui.page.locator("#actions a[data-action=detach-lb]")).to_be_visible(timeout=3000)
 
 
-def viewer_sees_but_cannot_act(open_ui: Callable[[], Ui], token: str, job_id: str) -> None:
+def viewer_sees_but_cannot_act(open_ui: Callable[..., Ui], token: str, job_id: str) -> None:
     """A viewer: the jobs list and the job page, no action links, and a POST of an action (with its own
     session and a valid CSRF value) refused with 403."""
     ui = open_ui()
@@ -115,9 +115,9 @@ def viewer_sees_but_cannot_act(open_ui: Callable[[], Ui], token: str, job_id: st
     assert r.status == 303, f"sign-out with the viewer's CSRF value: {r.status}"
 
 
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(600)
 def test_sign_in_create_watch_live_detach_attach_destroy(
-    open_ui: Callable[[], Ui], dashboard: Any, sandbox: Sandbox
+    open_ui: Callable[..., Ui], dashboard: Any, sandbox: Sandbox
 ) -> None:
     ui = open_ui()
     page = ui.page
