@@ -128,12 +128,19 @@ class Ui:
     def check_axe(self, name: str) -> None:
         # evaluate() runs through the DevTools protocol, which the page's CSP does not govern (a script tag
         # would be an inline script, which it may rightly block).
-        if not self.page.evaluate("typeof window.axe !== 'undefined'"):
-            self.page.evaluate(AXE.read_text() + "\n;true")
-        result = self.page.evaluate(
-            """async () => (await axe.run(document, {resultTypes: ['violations']})).violations.map(v => ({
-                id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map(n => n.target.join(' ')).slice(0, 5)}))"""
-        )
+        from playwright.sync_api import Error
+
+        run = """async () => (await axe.run(document, {resultTypes: ['violations']})).violations.map(v => ({
+            id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map(n => n.target.join(' ')).slice(0, 5)}))"""
+        for attempt in (1, 2):
+            try:
+                if not self.page.evaluate("typeof window.axe !== 'undefined'"):
+                    self.page.evaluate(AXE.read_text() + "\n;true")
+                result = self.page.evaluate(run)
+                break
+            except Error:  # a live page swapped the nodes axe was walking: once more, on the new ones
+                if attempt == 2:
+                    raise
         bad = [v for v in result if v["impact"] in ("serious", "critical")]
         for v in result:
             if v not in bad:
