@@ -212,3 +212,21 @@ def test_events_stream_the_live_regions_and_end_with_the_job(dash: Dash) -> None
     steps = Page(update["html"]["steps-section"]).one("ol", id="steps")
     assert steps.find_all("li", data_step="stepValidate", data_status="pending")
     assert Page(update["html"]["job-status"]).one(id="job-status").attrs["data-status"] == "succeeded"
+
+
+def test_destroy_needs_admin_and_records_the_teardown(dash: Dash) -> None:
+    admin = dash.sign_in(dash.token())
+    job_id = apply(dash, admin, WEB.read_text())
+    provisioned(dash, job_id)
+    operator = dash.sign_in(dash.token(role=Role.operator), dash.fresh_client())
+    csrf = Page(operator.get(f"/ui/jobs/{job_id}").text).one("meta", name="csrf-token").attrs["content"]
+    assert operator.post(f"/ui/jobs/{job_id}/actions/destroy", data={"csrf": csrf}).status_code == 403
+    confirm = Page(admin.get(f"/ui/jobs/{job_id}/actions/destroy").text)
+    assert "to destroy" in confirm.one(id="preview").text
+    data = {"csrf": confirm.csrf("confirm"), "version": confirm.one("input", name="version").attrs["value"]}
+    assert admin.post(f"/ui/jobs/{job_id}/actions/destroy", data=data, follow_redirects=False).status_code == 303
+    page = Page(admin.get(f"/ui/jobs/{job_id}").text)
+    assert page.one(id="job-status").attrs["data-status"] == "deleting"
+    steps = page.one("ol", id="steps")
+    assert steps.attrs["data-phase"] == "teardown" and steps.find_all("li", data_status="pending")
+    assert page.one(id="live").attrs["data-events"] == f"/ui/jobs/{job_id}/events"  # the page listens while it runs
