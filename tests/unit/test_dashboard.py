@@ -27,7 +27,11 @@ class Element:
 
     @property
     def text(self) -> str:
-        return " ".join("".join(self.parts).split())
+        return " ".join(self.raw.split())
+
+    @property
+    def raw(self) -> str:
+        return "".join(self.parts)
 
     def iter(self) -> list[Element]:
         out = [self]

@@ -230,3 +230,12 @@ def test_destroy_needs_admin_and_records_the_teardown(dash: Dash) -> None:
     steps = page.one("ol", id="steps")
     assert steps.attrs["data-phase"] == "teardown" and steps.find_all("li", data_status="pending")
     assert page.one(id="live").attrs["data-events"] == f"/ui/jobs/{job_id}/events"  # the page listens while it runs
+
+
+def test_a_starter_file_for_the_callers_org_checks_clean(dash: Dash) -> None:
+    c = dash.sign_in(dash.token(org="globex", role=Role.operator))
+    text = Page(c.get("/ui/new?starter=gcp&name=shop").text).one("textarea", name="spec").raw
+    assert '"org": "globex"' in text and '"name": "shop"' in text
+    page = Page(check(c, text, sandbox=False).text)
+    assert not page.find_all("ul", id="errors") and page.find_all("form", id="apply")
+    assert c.get("/ui/new?starter=aws&name=Not_DNS").status_code == 422
