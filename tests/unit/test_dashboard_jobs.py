@@ -192,10 +192,9 @@ def test_attach_is_prefilled_with_the_detached_block(dash: Dash) -> None:
     page = Page(c.get(f"/ui/jobs/{job_id}").text)
     assert page.one(id="load-balancer").one(data_field="dns-name").text == "none"
     assert "attach-lb" in [a.attrs["data-action"] for a in page.find_all("a", data_action=None)]
-    block = json.loads(
-        Page(c.get(f"/ui/jobs/{job_id}/actions/attach-lb").text).one("textarea", name="load_balancer").text
-    )
-    assert block["domain"] == "web.sandbox.vmplane.test"
+    attach = Page(c.get(f"/ui/jobs/{job_id}/actions/attach-lb").text)
+    assert json.loads(attach.one("textarea", name="load_balancer").raw)["domain"] == "web.sandbox.vmplane.test"
+    assert "stepCreateLoadBalancer" in attach.one(id="preview").text  # the plan of the remembered block
 
 
 def test_events_stream_the_live_regions_and_end_with_the_job(dash: Dash) -> None:

@@ -85,11 +85,11 @@ def body_for(action: str, form: FormData) -> DetachLb | AttachLb | Scale | Rotat
 
 def preview(dash: Dashboard, job: JobView, action: str) -> Plan | None:
     """What the action would do now, from the same planner the POST uses (None when it cannot tell yet,
-    e.g. scale before its sizes are chosen, or when the planner refuses: the page then says why)."""
+    e.g. scale before its sizes are chosen, or attach with no block known yet)."""
     try:
         if action == "destroy":
             return operations.plan_destroy(dash.settings, job)
-        if action in ("scale", "attach-lb"):
+        if action == "scale":
             return None
         return plan_vm_op(job, body_for(action, FormData()))[0].plan
     except (VmplaneError, ActionInputError):

@@ -15,7 +15,6 @@ from vmplane.dashboard.views import ACTION_TITLES, age, job_page
 from vmplane.jobs import service as jobs
 from vmplane.jobs import tokens
 from vmplane.jobs.service import JobStatus
-from vmplane.jobs.tokens import Role
 from vmplane.store.db import transaction
 
 LIST_LIMIT = 100
@@ -109,7 +108,7 @@ def router(dash: Dashboard) -> APIRouter:
     def job(request: Request, job_id: str) -> Response:
         who = dash.who(request)
         page = job_page(dash.load(job_id, who), who.role)
-        return dash.render(request, "job.html", who, page=page, titles=ACTION_TITLES, Role=Role)
+        return dash.render(request, "job.html", who, page=page, titles=ACTION_TITLES)
 
     return r
 
