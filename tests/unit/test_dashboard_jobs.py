@@ -238,3 +238,16 @@ def test_a_starter_file_for_the_callers_org_checks_clean(dash: Dash) -> None:
     page = Page(check(c, text, sandbox=False).text)
     assert not page.find_all("ul", id="errors") and page.find_all("form", id="apply")
     assert c.get("/ui/new?starter=aws&name=Not_DNS").status_code == 422
+
+
+def test_an_uploaded_file_is_checked_under_its_own_name(dash: Dash) -> None:
+    c = dash.sign_in(dash.token(role=Role.operator))
+    csrf = Page(c.get("/ui/new").text).csrf("new-env")
+    broken = WEB.read_text().replace('"desired": 2', '"desired": 9')  # above max 4
+    r = c.post("/ui/new/check", data={"csrf": csrf}, files={"file": ("web-broken.jsonc", broken.encode())})
+    page = Page(r.text)
+    assert r.status_code == 422 and page.one(id="result").one("h2").text == "web-broken.jsonc"
+    assert any("pools.web" in li.text for li in page.one("ul", id="errors").find_all("li"))
+    r = c.post("/ui/new/check", data={"csrf": csrf}, files={"file": ("bin.jsonc", b"\xff\xfe{")})
+    assert "UTF-8" in Page(r.text).one("ul", id="errors").text
+    assert job_count(dash) == 0
