@@ -4,6 +4,7 @@ recorded and enqueued as the API does, and no workflow runs (a "provisioned" job
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -251,3 +252,25 @@ def test_an_uploaded_file_is_checked_under_its_own_name(dash: Dash) -> None:
     r = c.post("/ui/new/check", data={"csrf": csrf}, files={"file": ("bin.jsonc", b"\xff\xfe{")})
     assert "UTF-8" in Page(r.text).one("ul", id="errors").text
     assert job_count(dash) == 0
+
+
+def test_events_follow_a_running_job_until_it_ends(dash: Dash) -> None:
+    c = dash.sign_in(dash.token())
+    job_id = apply(dash, c, WEB.read_text())  # pending: the page listens
+
+    def finish() -> None:  # what the workflow would write: a step running, then the job done
+        with transaction(dash.settings.db_url) as s:
+            jobs.set_status(s, job_id, JobStatus.running)
+        with transaction(dash.settings.db_url) as s:
+            jobs.set_status(s, job_id, JobStatus.succeeded)
+
+    statuses = []
+    with c.stream("GET", f"/ui/jobs/{job_id}/events") as r:
+        for line in r.iter_lines():
+            if line.startswith("data: ") and '"html"' in line:
+                statuses.append(json.loads(line[6:])["status"])
+                if len(statuses) == 1:
+                    threading.Timer(0.2, finish).start()
+            elif line.startswith("event: end"):
+                break
+    assert statuses[0] == "pending" and statuses[-1] == "succeeded"
