@@ -105,6 +105,7 @@ def test_the_wizard_plans_and_costs_the_web_example_then_applies_it(dash: Dash) 
     assert listed.one(data_field="environment").text == "demo-web" and listed.one(data_field="cloud").text == "aws"
     assert listed.one(data_field="status").text == "pending" and listed.find_all("a", href=f"/ui/jobs/{job_id}")
     assert not Page(c.get("/ui/jobs?status=succeeded").text).find_all("tr", data_job_id=job_id)
+    assert Page(c.get("/ui/jobs").text).one("table", id="jobs").attrs["hx-trigger"] == "every 5s"  # a job runs
 
 
 def test_the_job_page_shows_vms_lb_outdated_cost_and_the_actions_the_role_allows(dash: Dash) -> None:
@@ -124,6 +125,7 @@ def test_the_job_page_shows_vms_lb_outdated_cost_and_the_actions_the_role_allows
     assert "USD" in page.one(id="cost").text
     offered = [a.attrs["data-action"] for a in page.one(id="actions").find_all("a", data_action=None)]
     assert offered == ["detach-lb", "scale", "rotate", "stop", "destroy"]  # attached LB, pools running
+    assert "hx-trigger" not in Page(admin.get("/ui/jobs").text).one("table", id="jobs").attrs  # nothing runs
 
     operator = dash.sign_in(dash.token(role=Role.operator), dash.fresh_client())
     offered = [

@@ -14,7 +14,7 @@ from vmplane.dashboard.session import COOKIE, SIGNIN_COOKIE, clear_cookie, same,
 from vmplane.dashboard.views import ACTION_TITLES, age, job_page
 from vmplane.jobs import service as jobs
 from vmplane.jobs import tokens
-from vmplane.jobs.service import JobStatus
+from vmplane.jobs.service import ACTIVE, JobStatus
 from vmplane.store.db import transaction
 
 LIST_LIMIT = 100
@@ -99,6 +99,7 @@ def router(dash: Dashboard) -> APIRouter:
                 "where": v.target.describe(),
                 "age": age(v.created_at),
                 "created": v.created_at.isoformat(),
+                "active": v.status in ACTIVE,
             }
             for v in views
         ]
