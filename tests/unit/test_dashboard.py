@@ -27,7 +27,11 @@ class Element:
 
     @property
     def text(self) -> str:
-        return " ".join("".join(self.parts).split())
+        return " ".join(self.raw.split())
+
+    @property
+    def raw(self) -> str:
+        return "".join(self.parts)
 
     def iter(self) -> list[Element]:
         out = [self]
@@ -213,3 +217,12 @@ def test_an_unknown_dashboard_page_is_an_html_404(dash: Dash) -> None:
     r = c.get("/ui/no-such-page")
     assert r.status_code == 404 and "/ui/no-such-page" in Page(r.text).one(role="alert").text
     assert c.get("/ui/static/app.css").status_code == 200
+
+
+def test_htmx_sign_out_sends_the_csrf_header_and_is_told_where_to_go(dash: Dash) -> None:
+    c = dash.sign_in(dash.token())
+    csrf = Page(c.get("/ui/jobs").text).one("meta", name="csrf-token").attrs["content"]
+    assert c.post("/ui/sign-out", headers={"HX-Request": "true"}).status_code == 403  # no header, no sign-out
+    r = c.post("/ui/sign-out", headers={"HX-Request": "true", "X-CSRF-Token": csrf})
+    assert (r.status_code, r.headers["hx-redirect"]) == (204, "/ui/sign-in")
+    assert c.get("/ui/jobs", follow_redirects=False).headers["location"] == "/ui/sign-in"

@@ -4,6 +4,7 @@ recorded and enqueued as the API does, and no workflow runs (a "provisioned" job
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -104,6 +105,7 @@ def test_the_wizard_plans_and_costs_the_web_example_then_applies_it(dash: Dash) 
     assert listed.one(data_field="environment").text == "demo-web" and listed.one(data_field="cloud").text == "aws"
     assert listed.one(data_field="status").text == "pending" and listed.find_all("a", href=f"/ui/jobs/{job_id}")
     assert not Page(c.get("/ui/jobs?status=succeeded").text).find_all("tr", data_job_id=job_id)
+    assert Page(c.get("/ui/jobs").text).one("table", id="jobs").attrs["hx-trigger"] == "every 5s"  # a job runs
 
 
 def test_the_job_page_shows_vms_lb_outdated_cost_and_the_actions_the_role_allows(dash: Dash) -> None:
@@ -123,6 +125,7 @@ def test_the_job_page_shows_vms_lb_outdated_cost_and_the_actions_the_role_allows
     assert "USD" in page.one(id="cost").text
     offered = [a.attrs["data-action"] for a in page.one(id="actions").find_all("a", data_action=None)]
     assert offered == ["detach-lb", "scale", "rotate", "stop", "destroy"]  # attached LB, pools running
+    assert "hx-trigger" not in Page(admin.get("/ui/jobs").text).one("table", id="jobs").attrs  # nothing runs
 
     operator = dash.sign_in(dash.token(role=Role.operator), dash.fresh_client())
     offered = [
@@ -192,10 +195,9 @@ def test_attach_is_prefilled_with_the_detached_block(dash: Dash) -> None:
     page = Page(c.get(f"/ui/jobs/{job_id}").text)
     assert page.one(id="load-balancer").one(data_field="dns-name").text == "none"
     assert "attach-lb" in [a.attrs["data-action"] for a in page.find_all("a", data_action=None)]
-    block = json.loads(
-        Page(c.get(f"/ui/jobs/{job_id}/actions/attach-lb").text).one("textarea", name="load_balancer").text
-    )
-    assert block["domain"] == "web.sandbox.vmplane.test"
+    attach = Page(c.get(f"/ui/jobs/{job_id}/actions/attach-lb").text)
+    assert json.loads(attach.one("textarea", name="load_balancer").raw)["domain"] == "web.sandbox.vmplane.test"
+    assert "stepCreateLoadBalancer" in attach.one(id="preview").text  # the plan of the remembered block
 
 
 def test_events_stream_the_live_regions_and_end_with_the_job(dash: Dash) -> None:
@@ -212,3 +214,65 @@ def test_events_stream_the_live_regions_and_end_with_the_job(dash: Dash) -> None
     steps = Page(update["html"]["steps-section"]).one("ol", id="steps")
     assert steps.find_all("li", data_step="stepValidate", data_status="pending")
     assert Page(update["html"]["job-status"]).one(id="job-status").attrs["data-status"] == "succeeded"
+
+
+def test_destroy_needs_admin_and_records_the_teardown(dash: Dash) -> None:
+    admin = dash.sign_in(dash.token())
+    job_id = apply(dash, admin, WEB.read_text())
+    provisioned(dash, job_id)
+    operator = dash.sign_in(dash.token(role=Role.operator), dash.fresh_client())
+    csrf = Page(operator.get(f"/ui/jobs/{job_id}").text).one("meta", name="csrf-token").attrs["content"]
+    assert operator.post(f"/ui/jobs/{job_id}/actions/destroy", data={"csrf": csrf}).status_code == 403
+    confirm = Page(admin.get(f"/ui/jobs/{job_id}/actions/destroy").text)
+    assert "to destroy" in confirm.one(id="preview").text
+    data = {"csrf": confirm.csrf("confirm"), "version": confirm.one("input", name="version").attrs["value"]}
+    assert admin.post(f"/ui/jobs/{job_id}/actions/destroy", data=data, follow_redirects=False).status_code == 303
+    page = Page(admin.get(f"/ui/jobs/{job_id}").text)
+    assert page.one(id="job-status").attrs["data-status"] == "deleting"
+    steps = page.one("ol", id="steps")
+    assert steps.attrs["data-phase"] == "teardown" and steps.find_all("li", data_status="pending")
+    assert page.one(id="live").attrs["data-events"] == f"/ui/jobs/{job_id}/events"  # the page listens while it runs
+
+
+def test_a_starter_file_for_the_callers_org_checks_clean(dash: Dash) -> None:
+    c = dash.sign_in(dash.token(org="globex", role=Role.operator))
+    text = Page(c.get("/ui/new?starter=gcp&name=shop").text).one("textarea", name="spec").raw
+    assert '"org": "globex"' in text and '"name": "shop"' in text
+    page = Page(check(c, text, sandbox=False).text)
+    assert not page.find_all("ul", id="errors") and page.find_all("form", id="apply")
+    assert c.get("/ui/new?starter=aws&name=Not_DNS").status_code == 422
+
+
+def test_an_uploaded_file_is_checked_under_its_own_name(dash: Dash) -> None:
+    c = dash.sign_in(dash.token(role=Role.operator))
+    csrf = Page(c.get("/ui/new").text).csrf("new-env")
+    broken = WEB.read_text().replace('"desired": 2', '"desired": 9')  # above max 4
+    r = c.post("/ui/new/check", data={"csrf": csrf}, files={"file": ("web-broken.jsonc", broken.encode())})
+    page = Page(r.text)
+    assert r.status_code == 422 and page.one(id="result").one("h2").text == "web-broken.jsonc"
+    assert any("pools.web" in li.text for li in page.one("ul", id="errors").find_all("li"))
+    r = c.post("/ui/new/check", data={"csrf": csrf}, files={"file": ("bin.jsonc", b"\xff\xfe{")})
+    assert "UTF-8" in Page(r.text).one("ul", id="errors").text
+    assert job_count(dash) == 0
+
+
+def test_events_follow_a_running_job_until_it_ends(dash: Dash) -> None:
+    c = dash.sign_in(dash.token())
+    job_id = apply(dash, c, WEB.read_text())  # pending: the page listens
+
+    def finish() -> None:  # what the workflow would write: a step running, then the job done
+        with transaction(dash.settings.db_url) as s:
+            jobs.set_status(s, job_id, JobStatus.running)
+        with transaction(dash.settings.db_url) as s:
+            jobs.set_status(s, job_id, JobStatus.succeeded)
+
+    statuses = []
+    with c.stream("GET", f"/ui/jobs/{job_id}/events") as r:
+        for line in r.iter_lines():
+            if line.startswith("data: ") and '"html"' in line:
+                statuses.append(json.loads(line[6:])["status"])
+                if len(statuses) == 1:
+                    threading.Timer(0.2, finish).start()
+            elif line.startswith("event: end"):
+                break
+    assert statuses[0] == "pending" and statuses[-1] == "succeeded"

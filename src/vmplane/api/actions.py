@@ -1,8 +1,9 @@
-"""The decisions behind the API's POST and PATCH, shared with the dashboard so both take the same path.
+"""The decisions behind the API's POST, PATCH and DELETE, shared with the dashboard so both take the same path.
 
 `plan_vm_op` turns one typed vmOp body into the operation planner's answer and the impact it reports;
-`create` records a new environment's job (the sandbox flag honoured as in `POST /provisioning-jobs`).
-Neither starts a workflow: the caller does, after the commit.
+`create` records a new environment's job (the sandbox flag honoured as in `POST /provisioning-jobs`),
+`destroy` its teardown as `DELETE` does.
+None starts a workflow: the caller does, after the commit.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from vmplane.envspec.impact import CONSEQUENCE, Impact
 from vmplane.envspec.models import EnvSpec
 from vmplane.jobs import operations
 from vmplane.jobs.operations import Decision, OperationPlan
-from vmplane.jobs.service import JobConflictError, JobView
+from vmplane.jobs.service import JobConflictError, JobStatus, JobView
 from vmplane.settings import Settings
 from vmplane.target import Target
 
@@ -49,6 +50,14 @@ def create(settings: Settings, spec: EnvSpec, *, sandbox: bool) -> str:
             "PATCH it (vmOp update) or DELETE it first"
         )
     return operations.create_or_update_job(settings, spec, target, ap)
+
+
+def destroy(settings: Settings, job: JobView, expected_version: int | None = None) -> None:
+    """Record the job's teardown (the caller starts it); a job already being or been destroyed is a
+    conflict, as is one whose workflow still runs."""
+    if job.status in (JobStatus.deleting, JobStatus.deleted):
+        raise JobConflictError(f"job {job.id} is already {job.status.value}")
+    operations.begin_destroy(settings, job.id, expected_version)
 
 
 def sandbox_endpoint(settings: Settings, cloud: Cloud) -> str:

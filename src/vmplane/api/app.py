@@ -263,10 +263,8 @@ def create_app(settings: Settings, *, run_workflows: bool = True) -> FastAPI:
     ) -> JSONResponse:
         expected = _parse_if_match(if_match)
         job = load(job_id, who)
-        if job.status in (JobStatus.deleting, JobStatus.deleted):
-            raise _problem(409, f"job {job_id} is already {job.status.value}")
         with _domain_errors(if_match=expected is not None):
-            operations.begin_destroy(settings, job_id, expected)
+            actions.destroy(settings, job, expected)
         start(job_id, Phase.teardown)
         return _job_response(load(job_id, who), 202)
 

@@ -18,7 +18,7 @@ from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from vmplane.api.actions import plan_vm_op
+from vmplane.api.actions import destroy, plan_vm_op
 from vmplane.api.schemas import AttachLb, DetachLb, Rotate, Scale, Start, Stop
 from vmplane.dashboard.common import Dashboard, PageError, Who
 from vmplane.dashboard.views import ACTION_TITLES, ACTIONS, allowed_actions
@@ -85,11 +85,11 @@ def body_for(action: str, form: FormData) -> DetachLb | AttachLb | Scale | Rotat
 
 def preview(dash: Dashboard, job: JobView, action: str) -> Plan | None:
     """What the action would do now, from the same planner the POST uses (None when it cannot tell yet,
-    e.g. scale before its sizes are chosen, or when the planner refuses: the page then says why)."""
+    e.g. scale before its sizes are chosen, or attach with no block known yet)."""
     try:
         if action == "destroy":
             return operations.plan_destroy(dash.settings, job)
-        if action in ("scale", "attach-lb"):
+        if action == "scale":
             return None
         return plan_vm_op(job, body_for(action, FormData()))[0].plan
     except (VmplaneError, ActionInputError):
@@ -150,7 +150,7 @@ def router(dash: Dashboard) -> APIRouter:
         version = _int(form, "version") if str(form.get("version") or "").isdigit() else None
         try:
             if action == "destroy":
-                operations.begin_destroy(dash.settings, job.id, version)
+                destroy(dash.settings, job, version)
                 phase = Phase.teardown
             else:
                 op, _ = plan_vm_op(job, body_for(action, form))

@@ -7,6 +7,7 @@ import contextlib
 from typing import Any
 
 from fastapi import FastAPI
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.staticfiles import StaticFiles
@@ -69,6 +70,9 @@ def create_server(settings: Settings, *, run_workflows: bool = True) -> FastAPI:
 
     async def page_error(request: Request, exc: Any) -> Response:
         assert isinstance(exc, PageError)
+        return await run_in_threadpool(error_page, request, exc)
+
+    def error_page(request: Request, exc: PageError) -> Response:
         who = None
         with contextlib.suppress(SignInRequired):  # the error page shows the nav of a signed-in caller
             who = dash.who(request)

@@ -14,8 +14,7 @@ from vmplane.dashboard.session import COOKIE, SIGNIN_COOKIE, clear_cookie, same,
 from vmplane.dashboard.views import ACTION_TITLES, age, job_page
 from vmplane.jobs import service as jobs
 from vmplane.jobs import tokens
-from vmplane.jobs.service import JobStatus
-from vmplane.jobs.tokens import Role
+from vmplane.jobs.service import ACTIVE, JobStatus
 from vmplane.store.db import transaction
 
 LIST_LIMIT = 100
@@ -100,6 +99,7 @@ def router(dash: Dashboard) -> APIRouter:
                 "where": v.target.describe(),
                 "age": age(v.created_at),
                 "created": v.created_at.isoformat(),
+                "active": v.status in ACTIVE,
             }
             for v in views
         ]
@@ -109,7 +109,7 @@ def router(dash: Dashboard) -> APIRouter:
     def job(request: Request, job_id: str) -> Response:
         who = dash.who(request)
         page = job_page(dash.load(job_id, who), who.role)
-        return dash.render(request, "job.html", who, page=page, titles=ACTION_TITLES, Role=Role)
+        return dash.render(request, "job.html", who, page=page, titles=ACTION_TITLES)
 
     return r
 

@@ -4,7 +4,8 @@ The cookie `vmplane_session` holds a random session id and nothing else; the API
 stays in this process's memory (`Sessions`). Why not the token sealed into the cookie: a sealed token
 still leaves the server, on every request, and stays valid after sign-out for as long as the token does
 (a cookie cannot be recalled); a server-side entry is dropped at sign-out, so a copied cookie dies with
-it. The cost is that a restart of `vmplane serve` signs everyone out, which a dashboard can afford.
+it. The cost is that a restart of `vmplane serve` signs everyone out, which a dashboard can afford, and
+that several `serve` processes behind one load balancer need sticky sessions for it.
 The token is still verified through `jobs.tokens.verify` on every request, so a revocation takes
 effect at once.
 

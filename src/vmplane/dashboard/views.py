@@ -15,9 +15,7 @@ from vmplane.jobs.poolstate import pool_states
 from vmplane.jobs.service import ACTIVE, JobStatus, JobView, StepRecord
 from vmplane.jobs.tokens import Role
 
-# The actions the job page offers, in its order, each with the vmOp body that asks the planner whether
-# it applies now (scale's sizes come from its form; `Scale(pool)` with no size is refused on purpose,
-# so scale is offered when the job can take an operation at all).
+# The actions the job page offers, in its order.
 ACTIONS = ("detach-lb", "attach-lb", "scale", "rotate", "stop", "start", "destroy")
 ACTION_TITLES = {
     "detach-lb": "Detach the load balancer",
@@ -28,7 +26,9 @@ ACTION_TITLES = {
     "start": "Start the pools",
     "destroy": "Destroy the environment",
 }
-# attach-lb is probed with a placeholder block: its form takes the block, so "no block known" is no refusal.
+# The vmOp body that asks each action's planner whether it applies now. Scale has none (its sizes come
+# from its form, and a scale without sizes is refused on purpose), so it is offered whenever the job can
+# take an operation; attach-lb is probed with a placeholder block, as its form takes the block.
 PROBES: dict[str, VmOp] = {
     "detach-lb": DetachLb.model_validate({"vmOp": "detach_lb"}),
     "attach-lb": AttachLb.model_validate({"vmOp": "attach_lb", "loadBalancer": {"domain": "probe.example.com"}}),

@@ -19,6 +19,7 @@ from vmplane.envspec.impact import CONSEQUENCE
 from vmplane.envspec.jsonc import JsoncSyntaxError, parse_jsonc
 from vmplane.envspec.load import SpecError, SpecIssue, parse_spec_text
 from vmplane.envspec.models import EnvSpec
+from vmplane.envspec.starter import render_starter
 from vmplane.errors import VmplaneError
 from vmplane.jobs import operations
 from vmplane.jobs.operations import Decision
@@ -96,9 +97,16 @@ def router(dash: Dashboard) -> APIRouter:
         return dash.render(request, "new.html", who, status, checked=checked, sandbox=sandbox)
 
     @r.get("/ui/new")
-    def new(request: Request) -> Response:
+    def new(request: Request, starter: str = "", name: str = "") -> Response:
         who = dash.needs(request, Role.operator)
-        return page(request, who, None, sandbox=True)
+        if not starter:
+            return page(request, who, None, sandbox=True)
+        # A commented starter file for the caller's org, as `vmplane init` writes it, to edit and check.
+        try:
+            text = render_starter(name or "demo", who.org, cloud=Cloud(starter))
+        except ValueError as err:
+            return dash.render(request, "new.html", who, 422, checked=None, sandbox=True, starter_error=str(err))
+        return page(request, who, Checked(text, PASTED, []), sandbox=True)
 
     @r.post("/ui/new/check")
     def check_file(

@@ -1,6 +1,7 @@
 // vmplane dashboard: progressive enhancement only (every page works without it).
 // 1. htmx requests carry the session's CSRF token in a header.
 // 2. A running job's page listens to /ui/jobs/ID/events and swaps its live regions in place.
+// 3. Wizard errors link to their line:col in the pasted text.
 (function () {
   "use strict";
 
@@ -38,6 +39,19 @@
       live.removeAttribute("data-events");
     });
   }
+
+  // 3. An error's line:col link puts the cursor there in the file's text.
+  document.addEventListener("click", function (event) {
+    var link = event.target.closest && event.target.closest("#errors a[data-line]");
+    var area = document.getElementById("spec");
+    if (!link || !area) return;
+    event.preventDefault();
+    var lines = area.value.split("\n"), line = Number(link.dataset.line), offset = 0;
+    for (var i = 0; i < line - 1 && i < lines.length; i++) offset += lines[i].length + 1;
+    offset += Math.max(0, Number(link.dataset.col) - 1);
+    area.focus();
+    area.setSelectionRange(offset, offset + 1);
+  });
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", listen);
   else listen();
