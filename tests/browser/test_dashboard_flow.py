@@ -5,6 +5,7 @@ detach and attach the load balancer, destroy."""
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -55,8 +56,6 @@ def sign_in_with_keyboard(ui: Ui, token: str) -> None:
 def reload_until(ui: Ui, check: Callable[[], None], timeout_s: float = 180) -> None:
     """What the contract does not promise to update live (the LB block, the actions after an operation):
     reload and check again, each check auto-waiting a few seconds, until it holds or time runs out."""
-    import time
-
     deadline = time.monotonic() + timeout_s
     while True:
         try:
@@ -69,7 +68,7 @@ def reload_until(ui: Ui, check: Callable[[], None], timeout_s: float = 180) -> N
 
 
 def action(ui: Ui, job_id: str, name: str) -> Any:
-    """Follow the action's link to its confirmation page, name it in the screenshots, confirm."""
+    """Follow the action's link to its confirmation page (seen as confirm-NAME); returns its Confirm button."""
     page = ui.page
     page.locator(f"#actions a[data-action={name}]").click()
     page.wait_for_url(f"**/ui/jobs/{job_id}/actions/{name}")
