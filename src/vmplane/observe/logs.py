@@ -18,8 +18,9 @@ from vmplane.observe import redact, scope
 ROOT = "vmplane"
 FORMATS = ("text", "json")
 _HANDLER_NAME = "vmplane-observe"
-# Other libraries' loggers that go through the same handler: uvicorn's (`vmplane serve`).
-ADOPTED = ("uvicorn", "uvicorn.error", "uvicorn.access")
+# Other libraries' loggers that go through the same handler: uvicorn's (`vmplane serve`), and DBOS's (it
+# adds its own console handler only to a logger that has none, and keeps the level engine.launch gives it).
+ADOPTED = ("uvicorn", "uvicorn.error", "uvicorn.access", "dbos")
 
 
 def get(name: str) -> logging.Logger:
