@@ -27,10 +27,11 @@ def enabled() -> bool:
     return _tracer is not None
 
 
-def setup(environ: dict[str, str] | None = None) -> bool:
-    """Configure the OTLP exporter if the environment asks for it (once per process); True if tracing."""
+def setup() -> bool:
+    """Configure the OTLP exporter if the environment asks for it (once per process); True if tracing.
+    The exporter reads its endpoint, headers and timeouts from the environment itself."""
     global _checked
-    env = os.environ if environ is None else environ
+    env = os.environ
     if _checked:
         return enabled()
     _checked = True
