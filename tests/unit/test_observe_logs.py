@@ -154,3 +154,11 @@ def test_cli_logs_never_touch_json_stdout() -> None:
         timeout=60,
     )
     assert bad.returncode == 2 and "text or json" in bad.stderr
+
+
+def test_the_oldest_job_values_are_dropped_beyond_the_bound_but_credentials_stay(monkeypatch) -> None:
+    monkeypatch.setattr(redact, "MAX_KNOWN", 3)
+    redact.remember_environment({"SOME_SECRET": "pinned-credential-1"})
+    redact.remember([f"job-value-{i:04d}" for i in range(5)])
+    out = redact.redact("pinned-credential-1 job-value-0000 job-value-0004")
+    assert out == f"{redact.MASK} job-value-0000 {redact.MASK}"

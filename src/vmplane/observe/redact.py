@@ -33,28 +33,38 @@ _PATTERNS = re.compile(
 )
 _ENV_SECRET = re.compile(r"(?i)(secret|token|password|passwd|credential|private|api_?key|access_key)")
 
+MAX_KNOWN = 1000  # a long-running server meets many jobs: the oldest values go first (see `remember`)
 _lock = threading.Lock()
-_known: frozenset[str] = frozenset()
+_known: dict[str, None] = {}  # insertion-ordered: the oldest first
+_pinned: set[str] = set()  # the process's own credentials: never dropped
 _known_re: re.Pattern[str] | None = None
 
 
-def remember(values: Iterable[str]) -> None:
-    """Add values this process now knows to be secret (kept for the life of the process)."""
-    global _known, _known_re
-    new = {v for v in values if len(v) >= MIN_SECRET} - _known
+def remember(values: Iterable[str], *, pin: bool = False) -> None:
+    """Add values this process now knows to be secret. A job's values are remembered again at the start
+    of each of its phases (`pipeline.job_scope`), so dropping the oldest beyond MAX_KNOWN forgets only
+    jobs that have not run here since."""
+    global _known_re
+    new = [v for v in values if len(v) >= MIN_SECRET and v not in _known and v not in _pinned]
     if not new:
         return
     with _lock:
-        _known = _known | new
+        if pin:
+            _pinned.update(new)
+        else:
+            _known.update(dict.fromkeys(new))
+            while len(_known) > MAX_KNOWN:
+                del _known[next(iter(_known))]
         # Longest first, so a secret containing another is masked whole.
-        _known_re = re.compile("|".join(re.escape(v) for v in sorted(_known, key=len, reverse=True)))
+        every = sorted({*_known, *_pinned}, key=len, reverse=True)
+        _known_re = re.compile("|".join(re.escape(v) for v in every))
 
 
 def remember_environment(environ: dict[str, str] | None = None) -> None:
     """The values of credential-like environment variables (AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,
     VMPLANE_METRICS_TOKEN, GOOGLE_OAUTH_ACCESS_TOKEN, ...)."""
     env = os.environ if environ is None else environ
-    remember(v for k, v in env.items() if _ENV_SECRET.search(k))
+    remember((v for k, v in env.items() if _ENV_SECRET.search(k)), pin=True)
 
 
 def redact(text: str) -> str:
