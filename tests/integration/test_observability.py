@@ -12,10 +12,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace import ReadableSpan
 from tests.helpers import EXAMPLES, Sandbox
+from tests.integration.test_apply_destroy import PROVISION
+from tests.unit.test_observe_traces import memory_exporter
 
 from vmplane.envspec.load import load_spec
 
@@ -27,15 +27,6 @@ PLANTED = {
 }
 RUNTIME_SECRET = "planted-runtime-secret-7c1d9e"
 PRIVATE_KEY = "-----BEGIN PRIVATE KEY-----\nMIIEplantedKEYmaterial0123456789\n-----END PRIVATE KEY-----\n"
-PROVISION = [
-    "stepValidate",
-    "stepCreateNetwork",
-    "stepCreateIAM",
-    "stepCreateLaunchTemplate",
-    "stepCreateVMs",
-    "stepRegisterSpace",
-    "stepFinalize",
-]
 
 
 @pytest.fixture
@@ -50,10 +41,7 @@ def observed(sandbox: Sandbox, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -
     for k, v in PLANTED.items():  # the sandbox never reads them; a log line must not either
         monkeypatch.setenv(k, v)
     get_settings.cache_clear()
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    tracing.install(provider)
+    exporter = memory_exporter()
     stream = io.StringIO()
     logs.configure("json", "info", stream)
     try:

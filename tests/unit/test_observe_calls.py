@@ -14,14 +14,14 @@ import botocore.retries.standard
 import pytest
 from botocore.exceptions import ClientError
 from google.api_core import exceptions as gexc
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from vmplane.clouds.aws.session import AwsClients, AwsTarget
 from vmplane.clouds.errors import NotFoundError
 from vmplane.clouds.gcp import session as gcp_session
 from vmplane.observe import logs, metrics, tracing
+
+from .test_observe_traces import memory_exporter
 
 OK = (
     200,
@@ -68,10 +68,7 @@ class Script:
 def observed(monkeypatch) -> Iterator[tuple[InMemorySpanExporter, io.StringIO]]:
     monkeypatch.setattr(botocore.retries.standard.ExponentialBackoff, "delay_amount", lambda self, ctx: 0)
     monkeypatch.setattr(gcp_session.random, "uniform", lambda a, b: 0.0)
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    tracing.install(provider)
+    exporter = memory_exporter()
     out = io.StringIO()
     logs.configure("json", "info", out)
     yield exporter, out

@@ -10,11 +10,23 @@ import dbos
 import pytest
 from opentelemetry import trace
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import vmplane.pipeline.workflows  # noqa: F401 - its decorators need the real DBOS, before the fake below
 from vmplane.observe import tracing
 from vmplane.pipeline import engine
 from vmplane.settings import Settings
+
+
+def memory_exporter() -> InMemorySpanExporter:
+    """Trace into memory from now on (undo with `tracing.install(None)`); the exporter holds the spans."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing.install(provider)
+    return exporter
 
 
 @pytest.fixture
