@@ -51,7 +51,7 @@ def observed(sandbox: Sandbox, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -
 
         engine.shutdown()
         tracing.install(None)
-        logs.configure("text")
+        logs.reset()
         monkeypatch.undo()
         get_settings.cache_clear()
 

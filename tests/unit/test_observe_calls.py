@@ -73,7 +73,7 @@ def observed(monkeypatch) -> Iterator[tuple[InMemorySpanExporter, io.StringIO]]:
     logs.configure("json", "info", out)
     yield exporter, out
     tracing.install(None)
-    logs.configure("text")
+    logs.reset()
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ def stream() -> Iterator[io.StringIO]:
     out = io.StringIO()
     logs.configure("json", "info", out)
     yield out
-    logs.configure("text")
+    logs.reset()
 
 
 def lines(out: io.StringIO) -> list[dict[str, object]]:
@@ -58,7 +58,7 @@ def test_text_is_one_line_for_people_and_warning_is_the_default_level() -> None:
         with scope.scoped(job="job-1", step="stepX"):
             log.warning("disk %d%%", 90)
     finally:
-        logs.configure("text")
+        logs.reset()
     assert re.fullmatch(r"\S+Z WARNING \[job-1 stepX\] disk 90%\n", out.getvalue())
 
 
@@ -115,11 +115,12 @@ def test_uvicorn_logs_go_through_the_same_formatter() -> None:
         logs.serving(out)  # serve/worker: INFO, and uvicorn's handlers replaced by ours
         logging.getLogger("uvicorn.access").info('127.0.0.1 - "GET /healthz HTTP/1.1" 200')
         logging.getLogger("uvicorn.error").debug("not at info")
+        handlers = list(logging.getLogger("uvicorn.access").handlers)
     finally:
-        logs.configure("text")
+        logs.reset()
     (line,) = lines(out)
     assert line["logger"] == "uvicorn.access" and line["level"] == "info" and "/healthz" in str(line["message"])
-    assert len(logging.getLogger("uvicorn.access").handlers) == 1
+    assert [h.get_name() for h in handlers] == ["vmplane-observe"]  # uvicorn's own one is gone
 
 
 def test_the_scope_follows_a_job_into_its_step_threads() -> None:

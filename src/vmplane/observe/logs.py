@@ -98,6 +98,17 @@ def configure(fmt: str = "text", level: str | None = None, stream: TextIO | None
         log.setLevel(resolved)
 
 
+def reset() -> None:
+    """Take vmplane's handler off every logger `configure` touched (tests; a library embedding vmplane)."""
+    for name in (ROOT, *ADOPTED):
+        log = logging.getLogger(name)
+        for h in [h for h in log.handlers if h.get_name() == _HANDLER_NAME]:
+            log.removeHandler(h)
+        log.propagate = True
+        log.setLevel(logging.NOTSET)
+    _state.update(format="text", explicit=False)
+
+
 def serving(stream: TextIO | None = None) -> None:
     """For the long-running commands (`serve`, `worker`): INFO unless a level was chosen, and uvicorn's
     loggers (which its own config replaced) back on vmplane's handler."""
