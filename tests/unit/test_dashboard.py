@@ -130,9 +130,14 @@ def test_signed_out_pages_redirect_to_sign_in(dash: Dash) -> None:
     assert [a.text for a in page.one("nav").find_all("a")] == ["Jobs", "New environment", "Sign out"]
 
 
-def test_sign_in_sets_an_opaque_strict_http_only_cookie_and_sign_out_ends_the_session(dash: Dash) -> None:
-    token = dash.token()
-    c = dash.sign_in(token)
+def test_sign_in_sets_an_opaque_strict_http_only_cookie_and_sign_out_ends_the_session(
+    dash: Dash, caplog: pytest.LogCaptureFixture
+) -> None:
+    issued = issue_token(dash.settings, "acme", Role.admin)
+    token = issued.token
+    with caplog.at_level("INFO", logger="vmplane"):
+        c = dash.sign_in(token)
+    assert issued.id in caplog.text and token not in caplog.text  # the log names the token's id only
     cookie = next(h for h in c.cookies.jar if h.name == "vmplane_session")
     assert cookie.value and token not in cookie.value and cookie.path == "/" and not cookie.secure
     header = next(v for k, v in dash.client.get("/ui/sign-in").headers.multi_items() if k == "set-cookie")

@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 
 from vmplane.jobs import service as jobs
 from vmplane.jobs.service import JobStatus
-from vmplane.jobs.tokens import Role
+from vmplane.jobs.tokens import Role, issue_token, revoke_token
 from vmplane.state import InfraConfig, VMRecord, VMState
 from vmplane.store.db import transaction
 from vmplane.store.models import JobRow
@@ -276,3 +276,20 @@ def test_events_follow_a_running_job_until_it_ends(dash: Dash) -> None:
             elif line.startswith("event: end"):
                 break
     assert statuses[0] == "pending" and statuses[-1] == "succeeded"
+
+
+def test_a_revoked_token_ends_the_event_stream(dash: Dash) -> None:
+    issued = issue_token(dash.settings, "acme", Role.admin)
+    c = dash.sign_in(issued.token)
+    job_id = apply(dash, c, WEB.read_text())  # pending: the stream would go on
+    events = []
+    with c.stream("GET", f"/ui/jobs/{job_id}/events") as r:
+        for line in r.iter_lines():
+            if line.startswith("event: "):
+                events.append(line[7:])
+                if len(events) == 1:
+                    threading.Timer(0.2, revoke_token, (dash.settings, issued.id, "acme")).start()
+            elif events[-1:] == ["end"] and line.startswith("data: "):
+                assert json.loads(line[6:]) == {"status": "signed-out"}
+                break
+    assert events == ["job", "end"]

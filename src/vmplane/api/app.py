@@ -11,6 +11,8 @@ be made in place. No response or log line contains a token or a cloud credential
 
 # No `from __future__ import annotations` here: FastAPI reads the route signatures at runtime, and the
 # dependencies in them (`needs(Role.viewer)`) are local to create_app.
+import hmac
+import os
 from collections.abc import Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Annotated, Any
@@ -168,6 +170,26 @@ def create_app(settings: Settings, *, run_workflows: bool = True) -> FastAPI:
     @app.get("/healthz", tags=["meta"], responses=errors(auth=False))
     def healthz() -> dict[str, str]:
         return {"status": "ok", "version": vmplane.__version__}
+
+    # /metrics aggregates every org, so no org's token may read it: it answers only to the operator's own
+    # bearer, VMPLANE_METRICS_TOKEN, and does not exist (404) when none is set. Not in the OpenAPI
+    # document: it is for the scraper, not for API clients.
+    metrics_token = os.environ.get("VMPLANE_METRICS_TOKEN", "")
+    if metrics_token:
+        from vmplane.pipeline import job_gauges
+
+        job_gauges.install(settings)
+
+    @app.get("/metrics", include_in_schema=False)
+    def metrics(authorization: Annotated[str | None, Header()] = None) -> Response:
+        from vmplane.observe import metrics as registry
+
+        if not metrics_token:
+            raise HTTPException(404, {"message": "Not Found"})
+        scheme, _, token = (authorization or "").partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), metrics_token.encode()):
+            raise HTTPException(401, {"message": "the metrics token is required"}, {"WWW-Authenticate": "Bearer"})
+        return Response(registry.exposition(), media_type=registry.CONTENT_TYPE)
 
     @app.post(
         JOBS,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Annotated
 
 import typer
 
@@ -21,6 +22,7 @@ from vmplane.cli.common import domain_errors
 from vmplane.cli.prices import prices_app
 from vmplane.cli.sandbox import sandbox_app
 from vmplane.cli.tf import tf_app
+from vmplane.errors import UsageError
 
 app = typer.Typer(
     name="vmplane",
@@ -29,6 +31,34 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
+
+
+@app.callback()
+def _root(
+    log_format: Annotated[
+        str,
+        typer.Option(
+            "--log-format",
+            envvar="VMPLANE_LOG_FORMAT",
+            help="Logs on stderr: text (for people) or json (one object a line).",
+        ),
+    ] = "text",
+    log_level: Annotated[
+        str | None,
+        typer.Option(
+            "--log-level",
+            envvar="VMPLANE_LOG_LEVEL",
+            help="debug, info, warning or error (default: warning; info for serve and worker).",
+        ),
+    ] = None,
+) -> None:
+    from vmplane.observe import logs
+
+    try:
+        logs.configure(log_format, log_level)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+
 
 # Registration order is the order of `vmplane --help`.
 app.command()(files.init)
@@ -70,6 +100,10 @@ def main() -> None:
 
 
 def _shutdown_engine() -> None:
+    if "vmplane.observe.tracing" in sys.modules:  # spans still buffered go out before the exit
+        from vmplane.observe import tracing
+
+        tracing.flush()
     # Only a command that ran a workflow imported the engine; shutting DBOS down joins its threads.
     if "vmplane.pipeline.engine" in sys.modules:
         from vmplane.pipeline import engine

@@ -27,21 +27,37 @@ def serve(
     import uvicorn
 
     from vmplane.dashboard import create_server
+    from vmplane.observe import logs
 
-    # Access logs carry method, path and status only: never headers or cookies, so never a token.
+    # Access logs carry method, path and status only: never headers or cookies, so never a token. They go
+    # through vmplane's log handler (its format and redaction): log_config=None keeps uvicorn's own config away.
+    logs.serving()
     app_ = create_server(settings(), run_workflows=worker)
-    uvicorn.run(app_, host=host, port=port, log_level="info", proxy_headers=False)
+    uvicorn.run(app_, host=host, port=port, log_config=None, proxy_headers=False)
 
 
 def worker_cmd(
     heartbeat: Annotated[float, typer.Option(help="Seconds between heartbeats.")] = 2.0,
     dead_after: Annotated[float, typer.Option(help="A worker silent this long is taken over.")] = 15.0,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(help="Serve this worker's metrics (Prometheus text) on 127.0.0.1:PORT/metrics; off by default."),
+    ] = None,
 ) -> None:
     """Run queued jobs (PostgreSQL: VMPLANE_DATABASE_URL), and take over the jobs of dead workers."""
     import signal
     import threading
 
+    from vmplane.observe import logs
     from vmplane.pipeline import worker
+
+    logs.serving()
+    if metrics_port is not None:
+        from vmplane.observe import metrics
+        from vmplane.pipeline import job_gauges
+
+        job_gauges.install(settings())
+        metrics.serve(metrics_port)
 
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

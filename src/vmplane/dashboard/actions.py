@@ -28,7 +28,10 @@ from vmplane.errors import VmplaneError
 from vmplane.jobs import operations
 from vmplane.jobs.service import JobView, Phase
 from vmplane.jobs.tokens import Role
+from vmplane.observe import logs
 from vmplane.pipeline.plan import Plan
+
+log = logs.get(__name__)
 
 
 class ActionInputError(ValueError):
@@ -165,6 +168,7 @@ def router(dash: Dashboard) -> APIRouter:
             values = {k: str(v) for k, v in form.items() if k in ("pool", "min", "max", "desired")}
             lb_text = str(form.get("load_balancer") or "")
             return confirm_page(request, who, job, action, status, message, lb_text=lb_text, values=values)
+        log.info("dashboard action %s on job %s (org %s, %s)", action, job.id, who.org, who.role.value)
         dash.start(job.id, phase)
         return RedirectResponse(f"/ui/jobs/{job.id}", status_code=303)
 

@@ -15,9 +15,11 @@ from vmplane.dashboard.views import ACTION_TITLES, age, job_page
 from vmplane.jobs import service as jobs
 from vmplane.jobs import tokens
 from vmplane.jobs.service import ACTIVE, JobStatus
+from vmplane.observe import logs
 from vmplane.store.db import transaction
 
 LIST_LIMIT = 100
+log = logs.get(__name__)
 
 
 def see_other(url: str) -> RedirectResponse:
@@ -58,7 +60,9 @@ def router(dash: Dashboard) -> APIRouter:
         with transaction(dash.settings.db_url) as s:
             row = tokens.verify(s, token.strip())
         if row is None:
+            log.warning("dashboard sign-in refused: an invalid or revoked token")
             return sign_in_page(request, 401, "That token is not valid (or has been revoked).")
+        log.info("dashboard sign-in: token %s (org %s, %s)", row.id, row.org, row.role)  # its id, never the token
         dash.sessions.drop(request.cookies.get(COOKIE))  # a new sign-in never reuses a session id
         sid, _ = dash.sessions.create(token.strip())
         response = see_other("/ui/jobs")
@@ -77,6 +81,7 @@ def router(dash: Dashboard) -> APIRouter:
         who = dash.who(request)
         dash.check_csrf(request, who, csrf)
         dash.sessions.drop(who.sid)
+        log.info("dashboard sign-out (org %s)", who.org)
         if request.headers.get("hx-request"):  # htmx follows redirects itself; tell it to navigate
             response: Response = Response(status_code=204, headers={"HX-Redirect": "/ui/sign-in"})
         else:

@@ -55,7 +55,7 @@ def step_view(step: StepRecord) -> StepView:
     if step.started_at and step.finished_at:
         duration = f"{(step.finished_at - step.started_at).total_seconds():.2f} s"
     elif step.started_at:
-        duration = "running"
+        duration = f"since {step.started_at:%H:%M:%S}"
     detail = ", ".join(f"{k} {v}" for k, v in sorted(step.api_calls.items()))
     return StepView(step.name, step.status.value, duration, sum(step.api_calls.values()), detail, step.log, step.error)
 

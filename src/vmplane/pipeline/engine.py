@@ -38,7 +38,12 @@ def launch(settings: Settings, executor_id: str | None = None) -> None:
         from dbos import DBOS
 
         import vmplane.pipeline.workflows  # noqa: F401 - registers the workflows before launch
+        from vmplane.observe import tracing
 
+        tracing.setup()  # vmplane's own spans, when OTEL_EXPORTER_OTLP_ENDPOINT is set
+        # No "enable_otlp" below: with it DBOS would trace its workflows and steps and install a global
+        # tracer provider of its own; without it DBOS creates no span at all. vmplane's spans (observe.tracing)
+        # use a provider of their own, so the two cannot collide if DBOS tracing is ever turned on.
         DBOS(
             config={
                 "name": "vmplane",

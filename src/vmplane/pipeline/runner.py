@@ -23,6 +23,8 @@ from vmplane.clouds.registry import driver_for
 from vmplane.cost.history import record_finish
 from vmplane.envspec.models import BootstrapMode
 from vmplane.errors import VmplaneError
+from vmplane.observe import logs, metrics, tracing
+from vmplane.observe.scope import scoped
 from vmplane.pipeline.plan import step_graph
 from vmplane.pipeline.runtime_push import RuntimePushError, push_runtime
 from vmplane.pipeline.stepgraph import Hooks, StepGraph, execute
@@ -32,6 +34,7 @@ from vmplane.store.db import transaction
 from vmplane.store.job_records import JobStatus, JobView, OperationStatus, Phase, StepStatus
 from vmplane.target import Target
 
+_log = logs.get(__name__)
 T = TypeVar("T")
 StepFn = Callable[[CloudDriver, Context, JobView], None]
 MAX_LOG_LINES = 50
@@ -225,6 +228,26 @@ def run_step(job_id: str, name: str, phase: Phase = Phase.provision, hooks: Hook
         job = jobs.view(jobs.get_row(s, job_id))
     if any(r.name == name and r.status is StepStatus.succeeded for r in job.steps_of(phase)):
         return StepStatus.succeeded.value
+    cloud = str(job.config["target"]["cloud"])
+    attrs = {"vmplane.job": job_id, "vmplane.step": name, "vmplane.phase": phase.value, "cloud": cloud}
+    with scoped(job=job_id, phase=phase.value, step=name, org=job.org, cloud=cloud), tracing.span(name, attrs):
+        _log.info("%s started", name)
+        started = time.monotonic()
+        error, message = _execute(url, job, name, phase, hooks)
+        seconds = time.monotonic() - started
+        metrics.observe_step(name, cloud, phase.value, "failed" if error else "succeeded", seconds)
+        if error is not None:
+            _log.warning("%s failed after %.2fs: %s", name, seconds, message)
+            raise StepFailedError(f"{name}: {message}") from error  # inside the span: it records the error
+        _log.info("%s succeeded in %.2fs", name, seconds)
+    return StepStatus.succeeded.value
+
+
+def _execute(
+    url: str, job: JobView, name: str, phase: Phase, hooks: Hooks | None
+) -> tuple[BaseException | None, str | None]:
+    """Run the step's function and record its end on the job row; returns its error and the message."""
+    job_id = job.id
     _write(url, lambda s: jobs.update_step(s, job_id, name, phase=phase, status=StepStatus.running))
 
     log: list[str] = []
@@ -238,6 +261,7 @@ def run_step(job_id: str, name: str, phase: Phase = Phase.provision, hooks: Hook
         base = snapshot
 
     def note(msg: str) -> None:
+        _log.info("%s", msg)  # the step log's lines, in the process's log too
         log.append(msg)
         del log[:-MAX_LOG_LINES]
 
@@ -282,9 +306,7 @@ def run_step(job_id: str, name: str, phase: Phase = Phase.provision, hooks: Hook
             jobs.add_operation_notes(s, job_id, ctx.notes)
 
     _write(url, finish)
-    if error is not None:
-        raise StepFailedError(f"{name}: {message}") from error
-    return StepStatus.succeeded.value
+    return error, message
 
 
 def run_steps(job_id: str, graph: StepGraph, phase: Phase) -> None:

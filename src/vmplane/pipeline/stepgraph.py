@@ -12,6 +12,7 @@ steps already recorded as succeeded return at once (their milestones are then me
 
 from __future__ import annotations
 
+import contextvars
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -109,7 +110,8 @@ def execute(graph: StepGraph, run: Callable[[str, Hooks], object]) -> None:
             if not failed:
                 for name in filter(startable, graph.steps):
                     started.add(name)
-                    pool.submit(worker, name)
+                    # In a copy of the caller's context: the job's log scope and span follow the step.
+                    pool.submit(contextvars.copy_context().run, worker, name)
             if ended == started and (failed or len(started) == len(graph.steps)):
                 break
             if ended == started:  # nothing runs and nothing can start: `needs` names a step not in the graph

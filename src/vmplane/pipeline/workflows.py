@@ -11,7 +11,7 @@ from typing import Any
 
 from dbos import DBOS
 
-from vmplane.pipeline import runner
+from vmplane.pipeline import job_scope, runner
 from vmplane.pipeline.stepgraph import StepGraph
 from vmplane.store.job_records import Phase
 
@@ -36,12 +36,15 @@ def finish(job_id: str, phase: str, error: str | None) -> str:
 
 
 def _run(job_id: str, phase: Phase) -> str:
-    error: str | None = None
-    try:
-        pipeline_steps(job_id, begin(job_id, phase.value), phase.value)
-    except Exception as err:
-        error = str(err)
-    return finish(job_id, phase.value, error)
+    # The job's span and log scope wrap the phase's DBOS steps, which run in this thread; a recovered
+    # workflow replays the checkpointed ones without running them and gets a span for what is left.
+    with job_scope.job_phase(job_id, phase.value) as ended:
+        error: str | None = None
+        try:
+            pipeline_steps(job_id, begin(job_id, phase.value), phase.value)
+        except Exception as err:
+            error = str(err)
+        return ended(finish(job_id, phase.value, error))
 
 
 @DBOS.workflow()

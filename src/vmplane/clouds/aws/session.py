@@ -19,6 +19,7 @@ from botocore.config import Config
 
 from vmplane.clouds.base import count_call
 from vmplane.clouds.faults import fault_hook
+from vmplane.observe import calls
 
 SANDBOX_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
 
@@ -65,8 +66,75 @@ class AwsTarget:
         return f"sandbox {self.endpoint_url} ({self.region})" if self.sandbox else f"AWS {self.region}"
 
 
-def _count_call(model: Any, **_: Any) -> None:
-    count_call(f"{model.service_model.endpoint_prefix}.{model.name}")
+# botocore's standard retry mode treats these codes (and HTTP 429) as throttling.
+_THROTTLING = frozenset(
+    {
+        "Throttling",
+        "ThrottlingException",
+        "ThrottledException",
+        "RequestThrottledException",
+        "TooManyRequestsException",
+        "ProvisionedThroughputExceededException",
+        "RequestLimitExceeded",
+        "BandwidthLimitExceeded",
+        "LimitExceededException",
+        "RequestThrottled",
+        "SlowDown",
+        "EC2ThrottledException",
+    }
+)
+
+
+def _count_call(model: Any, context: dict[str, Any], **_: Any) -> None:
+    name = f"{model.service_model.endpoint_prefix}.{model.name}"
+    count_call(name)
+    # The call's own dict, handed to every later event of this call (botocore's request context).
+    context["vmplane_call"] = name
+    context["vmplane_span"] = calls.started("aws", name)
+
+
+def _note_attempt(response: Any = None, caught_exception: Any = None, request_dict: Any = None, **_: Any) -> None:
+    """needs-retry fires after every attempt: remember each failed one (its code, whether throttled); the
+    call's end (`after-call`) then knows which attempts were retried. Returns None: the retry handler decides."""
+    if caught_exception is None and (response is None or response[0].status_code < 300):
+        return
+    if caught_exception is not None:
+        failure = (type(caught_exception).__name__, False)
+    else:
+        failure = _code_of(response[0].status_code, response[1])
+    request_dict["context"].setdefault("vmplane_failures", []).append(failure)
+
+
+def _code_of(status: int, parsed: Any) -> tuple[str, bool]:
+    code = str(parsed.get("Error", {}).get("Code") or status) if isinstance(parsed, dict) else str(status)
+    return code, status == 429 or code in _THROTTLING
+
+
+def _call_done(http_response: Any, parsed: Any, context: dict[str, Any], **_: Any) -> None:
+    failures = context.get("vmplane_failures", ())
+    if http_response.status_code < 300:
+        _end(context, failures, None)
+    else:
+        _end(context, failures[:-1], _code_of(http_response.status_code, parsed))
+
+
+def _call_error(exception: BaseException, context: dict[str, Any], **_: Any) -> None:
+    # No answer at all (connection errors until the retries ran out): after-call does not fire.
+    _end(context, context.get("vmplane_failures", ())[:-1], (type(exception).__name__, False))
+
+
+def _end(context: dict[str, Any], retried: Any, final: tuple[str, bool] | None) -> None:
+    name = context.get("vmplane_call")
+    if name is None:
+        return
+    calls.done(
+        "aws",
+        name,
+        context.pop("vmplane_span", None),
+        retried=[t for _, t in retried],
+        error=final[0] if final else None,
+        throttled=final[1] if final else False,
+    )
 
 
 class AwsClients:
@@ -98,6 +166,9 @@ class AwsClients:
             if service not in self._clients:
                 c = self._session.client(service, endpoint_url=self.target.endpoint_url, config=_BOTO_CONFIG)
                 c.meta.events.register("before-call.*.*", _count_call)
+                c.meta.events.register("needs-retry", _note_attempt)
+                c.meta.events.register("after-call.*.*", _call_done)
+                c.meta.events.register("after-call-error", _call_error)
                 c.meta.events.register("before-parse.*.*", _blank_unreadable_5xx)
                 hook = fault_hook() if self.target.sandbox else None
                 if hook is not None:

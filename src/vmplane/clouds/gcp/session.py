@@ -23,11 +23,13 @@ from vmplane.clouds.base import count_call
 from vmplane.clouds.errors import DeadlineExceededError, DependencyViolationError, TransientError
 from vmplane.clouds.faults import fault_hook
 from vmplane.clouds.gcp.errors import translate
+from vmplane.observe import calls
 
 T = TypeVar("T")
 
 CALL_TIMEOUT = 60.0  # seconds per HTTP request
 RETRY_DEADLINE = 120.0  # transient errors (429, 5xx, resets) are retried this long per call
+_THROTTLING = frozenset({"429", "rateLimitExceeded", "userRateLimitExceeded", "RESOURCE_EXHAUSTED"})
 
 
 @dataclass(frozen=True)
@@ -128,19 +130,28 @@ class GcpClients:
         """
         deadline = time.monotonic() + RETRY_DEADLINE
         delay = 0.2
+        span = calls.started("gcp", method)
+        retried: list[bool] = []  # per retried attempt: was it throttled (observe.calls)
         while True:
             count_call(method)
             try:
                 out = fn()
             except Exception as e:
                 err = translate(e, method)
+                throttled = err.code in _THROTTLING
                 if not isinstance(err, TransientError) or isinstance(err, DependencyViolationError):
+                    calls.done("gcp", method, span, retried=retried, error=err.code or type(err).__name__)
                     raise err from e
                 if time.monotonic() + delay > deadline:
+                    calls.done(
+                        "gcp", method, span, retried=retried, error=err.code or "unreachable", throttled=throttled
+                    )
                     raise DeadlineExceededError(f"gave up on {method} after {RETRY_DEADLINE:.0f}s: {err}") from e
+                retried.append(throttled)
                 time.sleep(delay * random.uniform(0.5, 1.0))
                 delay = min(delay * 2, 10.0)
                 continue
+            calls.done("gcp", method, span, retried=retried)
             if self._fault is not None:
                 self._fault.after(method)
             return out
