@@ -25,29 +25,22 @@ from sqlalchemy.orm.exc import StaleDataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import vmplane
+from vmplane.api import actions
 from vmplane.api.schemas import (
-    AttachLb,
-    DetachLb,
     ErrorBody,
     PatchBody,
-    Rotate,
-    Scale,
-    Start,
-    Stop,
     TokenRequest,
     Update,
     merge_patch,
 )
 from vmplane.clouds.errors import CloudError
-from vmplane.envspec.base import Cloud
-from vmplane.envspec.impact import CONSEQUENCE, Impact
+from vmplane.envspec.impact import CONSEQUENCE
 from vmplane.envspec.models import EnvSpec
 from vmplane.errors import VmplaneError
 from vmplane.jobs import operations, tokens
 from vmplane.jobs import service as jobs
 from vmplane.jobs.operations import Decision
 from vmplane.jobs.service import (
-    JobConflictError,
     JobStatus,
     JobView,
     Phase,
@@ -55,7 +48,6 @@ from vmplane.jobs.service import (
 from vmplane.jobs.tokens import Role
 from vmplane.settings import Settings
 from vmplane.store.db import transaction
-from vmplane.target import Target
 
 JOBS = "/provisioning-jobs"
 
@@ -222,16 +214,8 @@ def create_app(settings: Settings, *, run_workflows: bool = True) -> FastAPI:
     ) -> JSONResponse:
         if spec.org != who.org:
             raise _problem(403, f"the token is for org {who.org}; the spec's org is {spec.org}")
-        endpoint = _sandbox_endpoint(settings, spec.provider.cloud) if sandbox else None
-        target = Target.for_spec(spec, endpoint)
         with _domain_errors():
-            ap = operations.plan_apply(settings, spec, target)
-            if ap.decision is not Decision.new:
-                raise JobConflictError(
-                    f"environment {spec.org}/{spec.name} already has job {ap.job.id if ap.job else '?'}; "
-                    "PATCH it (vmOp update) or DELETE it first"
-                )
-            job_id = operations.create_or_update_job(settings, spec, target, ap)
+            job_id = actions.create(settings, spec, sandbox=sandbox)
         start(job_id, Phase.provision)
         job = load(job_id, who)
         response = _job_response(job, 201)
@@ -273,23 +257,7 @@ def create_app(settings: Settings, *, run_workflows: bool = True) -> FastAPI:
         with _domain_errors(if_match=expected is not None):
             if isinstance(body, Update):
                 return _update(job, body, expected, who)
-            if isinstance(body, AttachLb):
-                op = operations.plan_attach_lb(job, body.load_balancer)
-                impact = [_impact("loadBalancer", Impact.cloud)]
-            elif isinstance(body, DetachLb):
-                op = operations.plan_detach_lb(job)
-                impact = [_impact("loadBalancer", Impact.cloud)]
-            elif isinstance(body, Scale):
-                op = operations.plan_scale(job, body.pool, min_size=body.min, max_size=body.max, desired=body.desired)
-                impact = [_impact(f"pools.{body.pool}", Impact.cloud)]
-            elif isinstance(body, Stop | Start):
-                plan_power = operations.plan_stop if isinstance(body, Stop) else operations.plan_start
-                op = plan_power(job, body.pool)
-                impact = [_impact(f"pools.{body.pool or '*'}", Impact.cloud)]
-            else:
-                assert isinstance(body, Rotate)
-                op = operations.plan_rotate(job, body.pool)
-                impact = [{"path": f"pools.{body.pool or '*'}", "impact": "vm", "consequence": "outdated VMs replaced"}]
+            op, impact = actions.plan_vm_op(job, body)
             record = operations.begin_operation(settings, op, expected)
         start(job.id, Phase.operation)
         return _job_response(load(job_id, who), 202, operation=record.dump(), impact=impact)
@@ -317,10 +285,8 @@ def create_app(settings: Settings, *, run_workflows: bool = True) -> FastAPI:
     ) -> JSONResponse:
         expected = _parse_if_match(if_match)
         job = load(job_id, who)
-        if job.status in (JobStatus.deleting, JobStatus.deleted):
-            raise _problem(409, f"job {job_id} is already {job.status.value}")
         with _domain_errors(if_match=expected is not None):
-            operations.begin_destroy(settings, job_id, expected)
+            actions.destroy(settings, job, expected)
         start(job_id, Phase.teardown)
         return _job_response(load(job_id, who), 202)
 
@@ -369,18 +335,5 @@ def _allowed_methods(app: FastAPI, path: str) -> list[str]:
     return sorted({m for r in routes for m in r.methods or ()})
 
 
-def _impact(path: str, impact: Impact) -> dict[str, str]:
-    return {"path": path, "impact": impact.value, "consequence": CONSEQUENCE[impact]}
-
-
 def _plain(err: ValidationError) -> list[dict[str, Any]]:
     return [{"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]} for e in err.errors()]
-
-
-def _sandbox_endpoint(settings: Settings, cloud: Cloud) -> str:
-    """The sandbox's endpoint for the spec's cloud (AWS's for a cloud it does not emulate: that
-    cloud's driver then refuses with its own answer, as before)."""
-    from vmplane.sandbox import control
-
-    info = control.start(settings)
-    return info.endpoint_for(cloud) if cloud in (Cloud.aws, Cloud.gcp) else info.endpoint

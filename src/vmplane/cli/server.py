@@ -23,16 +23,16 @@ def serve(
         ),
     ] = True,
 ) -> None:
-    """Run the provisioning API (/provisioning-jobs)."""
+    """Run the provisioning API (/provisioning-jobs) and the dashboard (open http://HOST:PORT/)."""
     import uvicorn
 
-    from vmplane.api.app import create_app
+    from vmplane.dashboard import create_server
     from vmplane.observe import logs
 
-    # Access logs carry method, path and status only: never headers, so never a token. They go through
-    # vmplane's log handler (its format and redaction): log_config=None keeps uvicorn's own config away.
+    # Access logs carry method, path and status only: never headers or cookies, so never a token. They go
+    # through vmplane's log handler (its format and redaction): log_config=None keeps uvicorn's own config away.
     logs.serving()
-    app_ = create_app(settings(), run_workflows=worker)
+    app_ = create_server(settings(), run_workflows=worker)
     uvicorn.run(app_, host=host, port=port, log_config=None, proxy_headers=False)
 
 

@@ -1,0 +1,73 @@
+"""The decisions behind the API's POST, PATCH and DELETE, shared with the dashboard so both take the same path.
+
+`plan_vm_op` turns one typed vmOp body into the operation planner's answer and the impact it reports;
+`create` records a new environment's job (the sandbox flag honoured as in `POST /provisioning-jobs`),
+`destroy` its teardown as `DELETE` does.
+None starts a workflow: the caller does, after the commit.
+"""
+
+from __future__ import annotations
+
+from vmplane.api.schemas import AttachLb, DetachLb, Rotate, Scale, Start, Stop
+from vmplane.envspec.base import Cloud
+from vmplane.envspec.impact import CONSEQUENCE, Impact
+from vmplane.envspec.models import EnvSpec
+from vmplane.jobs import operations
+from vmplane.jobs.operations import Decision, OperationPlan
+from vmplane.jobs.service import JobConflictError, JobStatus, JobView
+from vmplane.settings import Settings
+from vmplane.target import Target
+
+VmOp = AttachLb | DetachLb | Scale | Rotate | Stop | Start
+
+
+def plan_vm_op(job: JobView, body: VmOp) -> tuple[OperationPlan, list[dict[str, str]]]:
+    """The operation a vmOp body asks for on `job` (raises the planner's domain error when it cannot be
+    done), and the impact of each part of the spec it touches."""
+    if isinstance(body, AttachLb):
+        return operations.plan_attach_lb(job, body.load_balancer), [_impact("loadBalancer", Impact.cloud)]
+    if isinstance(body, DetachLb):
+        return operations.plan_detach_lb(job), [_impact("loadBalancer", Impact.cloud)]
+    if isinstance(body, Scale):
+        op = operations.plan_scale(job, body.pool, min_size=body.min, max_size=body.max, desired=body.desired)
+        return op, [_impact(f"pools.{body.pool}", Impact.cloud)]
+    if isinstance(body, Stop | Start):
+        plan_power = operations.plan_stop if isinstance(body, Stop) else operations.plan_start
+        return plan_power(job, body.pool), [_impact(f"pools.{body.pool or '*'}", Impact.cloud)]
+    op = operations.plan_rotate(job, body.pool)
+    return op, [{"path": f"pools.{body.pool or '*'}", "impact": "vm", "consequence": "outdated VMs replaced"}]
+
+
+def create(settings: Settings, spec: EnvSpec, *, sandbox: bool) -> str:
+    """Record a new environment's job and return its id; an environment that already has a job is a
+    conflict (update it or delete it first). The caller checks the org and starts the workflow."""
+    endpoint = sandbox_endpoint(settings, spec.provider.cloud) if sandbox else None
+    target = Target.for_spec(spec, endpoint)
+    ap = operations.plan_apply(settings, spec, target)
+    if ap.decision is not Decision.new:
+        raise JobConflictError(
+            f"environment {spec.org}/{spec.name} already has job {ap.job.id if ap.job else '?'}; "
+            "PATCH it (vmOp update) or DELETE it first"
+        )
+    return operations.create_or_update_job(settings, spec, target, ap)
+
+
+def destroy(settings: Settings, job: JobView, expected_version: int | None = None) -> None:
+    """Record the job's teardown (the caller starts it); a job already being or been destroyed is a
+    conflict, as is one whose workflow still runs."""
+    if job.status in (JobStatus.deleting, JobStatus.deleted):
+        raise JobConflictError(f"job {job.id} is already {job.status.value}")
+    operations.begin_destroy(settings, job.id, expected_version)
+
+
+def sandbox_endpoint(settings: Settings, cloud: Cloud) -> str:
+    """The sandbox's endpoint for the spec's cloud (AWS's for a cloud it does not emulate: that
+    cloud's driver then refuses with its own answer, as before)."""
+    from vmplane.sandbox import control
+
+    info = control.start(settings)
+    return info.endpoint_for(cloud) if cloud in (Cloud.aws, Cloud.gcp) else info.endpoint
+
+
+def _impact(path: str, impact: Impact) -> dict[str, str]:
+    return {"path": path, "impact": impact.value, "consequence": CONSEQUENCE[impact]}
