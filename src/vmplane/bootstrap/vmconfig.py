@@ -67,6 +67,16 @@ def unpinned(spec: EnvSpec, home: Path | None = None) -> list[Unpinned]:
     return out
 
 
+def record(spec: EnvSpec, home: Path | None = None) -> dict[str, dict[str, str]]:
+    """What the job's config keeps per pool at apply (`vmconfig`): the manifest's file name and digest,
+    so `plan`/`update` see a changed current manifest as a `vm` change."""
+    out = {}
+    for name in sorted(spec.pools):
+        manifest = pool_manifest(spec, name, home)
+        out[name] = {"file": manifest.filename, "digest": manifest.digest()}
+    return out
+
+
 def problems(spec: EnvSpec, home: Path | None = None) -> list[str]:
     return [u.message() for u in unpinned(spec, home)]
 
