@@ -127,7 +127,8 @@ def manifest_changes(job: JobView, spec: EnvSpec) -> list[Change]:
     changed: dict[str, tuple[str | None, str]] = {}
     for pool, now in vmconfig.record(spec).items():
         old = before.get(pool)
-        if old is not None and old != now:
+        # A pool moved to another file (bootstrap.mode, arch) shows as that field's change already.
+        if old is not None and old["file"] == now["file"] and old["digest"] != now["digest"]:
             path = "vmconfig." + now["file"].removeprefix("vmplane.env.vmconfig.").removesuffix(".json")
             changed[path] = (old["digest"][:12], now["digest"][:12])
     return [Change(path, old, new, Impact.vm) for path, (old, new) in sorted(changed.items())]
