@@ -17,7 +17,7 @@ from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
-from vmplane.bootstrap.cloudinit import SENTINEL_CHECK_COMMAND, render_bootstrap_script
+from vmplane.bootstrap.cloudinit import BOOTSTRAP_LOG_PATH, SENTINEL_CHECK_COMMAND, render_bootstrap_script
 from vmplane.bootstrap.vmconfig import helper_source
 from vmplane.deps.manifest import Family, Image, Manifest, Package, PackageSource
 from vmplane.envspec.models import SENTINEL_PATH, Arch, BootstrapMode
@@ -239,8 +239,12 @@ class FakeHost:
         return [r["argv"][1] for r in self.records() if r["argv"][0] == "sleep"]
 
     def sentinel_check(self) -> int:
+        return self.sentinel_check_run().returncode
+
+    def sentinel_check_run(self) -> subprocess.CompletedProcess[str]:
         command = SENTINEL_CHECK_COMMAND.replace(SENTINEL_PATH, str(self.sentinel))
-        return subprocess.run([BASH, "-c", command], check=False).returncode
+        command = command.replace(BOOTSTRAP_LOG_PATH, str(self.log))
+        return subprocess.run([BASH, "-c", command], capture_output=True, text=True, check=False)
 
 
 def heads(calls: list[list[str]], n: int = 3) -> list[list[str]]:

@@ -256,7 +256,7 @@ def test_unknown_pool_raises() -> None:
 
 def test_sentinel_check_command() -> None:
     # Behaviour (exit 0 only once the script succeeded) is checked by the script-run tests below.
-    assert SENTINEL_CHECK_COMMAND.split() == ["test", "-s", SENTINEL_PATH]
+    assert SENTINEL_CHECK_COMMAND.split()[:4] == ["test", "-s", SENTINEL_PATH, "||"]
 
 
 # --- running the script against stubs ---------------------------------------------------------
@@ -365,6 +365,10 @@ def test_changed_byte_fails_closed_naming_the_package(host: FakeHost) -> None:
     url = f"{host.repo.url}/containerd_1.7.23-1.amzn2023.0.1.al2023.rpm"
     assert f"checksum mismatch: containerd 1.7.23-1.amzn2023.0.1 {url}: expected sha256 " in log
     assert "sentinel not written" in log
+    # What the control plane's sentinel check prints for the step's error: the artifact that failed.
+    check = host.sentinel_check_run()
+    assert check.returncode != 0
+    assert f"checksum mismatch: containerd 1.7.23-1.amzn2023.0.1 {url}" in check.stdout
 
 
 @pytest.mark.parametrize(

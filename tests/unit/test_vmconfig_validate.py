@@ -110,3 +110,22 @@ def test_manifest_changes_against_the_recorded_ones(home: Path) -> None:
     assert (change.path, change.impact.value, change.old) == ("vmconfig.nginx.amd64", "vm", before[:12])
     # A job recorded before manifests existed: no change claimed.
     assert manifest_changes(SimpleNamespace(config={}), s) == []  # type: ignore[arg-type]
+
+
+def test_bootstrap_timeout_names_what_the_bootstrap_logged() -> None:
+    from vmplane.clouds.base import bootstrap_timed_out
+    from vmplane.state import VMRecord, VMState
+
+    s = spec("debian-12")
+    vms = [
+        VMRecord(Name="demo-web-0", Pool="web", Index=0, State=VMState.bootstrap),
+        VMRecord(Name="demo-web-1", Pool="web", Index=1),
+    ]
+    ctx = Context(job_id="job-1", spec=s, infra=InfraConfig(VMs=vms), tagger=Tagger.for_spec(s, "job-1"))
+    reasons = {"demo-web-0": "vmconfig: unpinned: family al2023 (amzn 2023): unreachable\nFAILED: sentinel not written"}
+    err = bootstrap_timed_out(ctx, vms, 600, reasons)
+    assert (
+        "the bootstrap logged: demo-web-0: vmconfig: unpinned: family al2023 (amzn 2023): unreachable / FAILED"
+        in str(err)
+    )
+    assert vms[0].State is VMState.failed

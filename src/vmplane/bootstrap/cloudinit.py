@@ -35,8 +35,12 @@ NGINX_CONF_DIR = "/etc/vmplane/nginx/conf.d"
 NGINX_CONF_PATH = f"{NGINX_CONF_DIR}/default.conf"
 RETRY_ATTEMPTS = 6  # backoff 2+4+8+16+32 s: enough for NAT egress to come up after boot
 
-# Sent through the exec channel: exit 0 once the sentinel exists and is non-empty.
-SENTINEL_CHECK_COMMAND: str = f"test -s {shlex.quote(SENTINEL_PATH)}"
+# Sent through the exec channel: exit 0 once the sentinel exists and is non-empty; otherwise it prints
+# the bootstrap's failure lines (which artifact was unpinned or mismatched), for the step's error.
+SENTINEL_CHECK_COMMAND: str = (
+    f"test -s {shlex.quote(SENTINEL_PATH)} || "
+    f"{{ grep -hE 'vmconfig: |FAILED' {shlex.quote(BOOTSTRAP_LOG_PATH)} 2>/dev/null | tail -n 3; exit 1; }}"
+)
 
 NGINX_DEFAULT_CONF = f"""\
 # Written by vmplane cloud-init. Default server: answers the load balancer's health check,
