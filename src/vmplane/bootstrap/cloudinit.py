@@ -19,7 +19,16 @@ from typing import Any
 import yaml
 
 from vmplane.bootstrap import gcp_guest
-from vmplane.bootstrap.vmconfig import HELPER_PATH, PACKAGE_DIR, VMCONFIG_PATH, gz_b64, helper_source, pool_manifest
+from vmplane.bootstrap.vmconfig import (
+    BOOTSTRAP_LOG_PATH,
+    FAILURE_LINES,
+    HELPER_PATH,
+    PACKAGE_DIR,
+    VMCONFIG_PATH,
+    gz_b64,
+    helper_source,
+    pool_manifest,
+)
 from vmplane.deps.manifest import Manifest
 from vmplane.envspec.models import SENTINEL_PATH, BootstrapMode, Cloud, EnvSpec
 
@@ -27,7 +36,6 @@ NETWORK_NAME = "nginx-on-zop-net"
 NGINX_CONTAINER_NAME = "zop-nginx"
 HEALTHZ_PATH = "/healthz"
 BOOTSTRAP_SCRIPT_PATH = "/usr/local/lib/vmplane/bootstrap.sh"
-BOOTSTRAP_LOG_PATH = "/var/log/vmplane-bootstrap.log"
 IDENTITY_PATH = "/etc/vmplane/identity.json"
 # A directory (not a single file) is mounted so operators can drop extra server blocks next to ours
 # and `nginx -s reload`; a single-file bind mount would also pin the old inode on replacement.
@@ -37,10 +45,7 @@ RETRY_ATTEMPTS = 6  # backoff 2+4+8+16+32 s: enough for NAT egress to come up af
 
 # Sent through the exec channel: exit 0 once the sentinel exists and is non-empty; otherwise it prints
 # the bootstrap's failure lines (which artifact was unpinned or mismatched), for the step's error.
-SENTINEL_CHECK_COMMAND: str = (
-    f"test -s {shlex.quote(SENTINEL_PATH)} || "
-    f"{{ grep -hE 'vmconfig: |FAILED' {shlex.quote(BOOTSTRAP_LOG_PATH)} 2>/dev/null | tail -n 3; exit 1; }}"
-)
+SENTINEL_CHECK_COMMAND: str = f"test -s {shlex.quote(SENTINEL_PATH)} || {{ {FAILURE_LINES}; exit 1; }}"
 
 NGINX_DEFAULT_CONF = f"""\
 # Written by vmplane cloud-init. Default server: answers the load balancer's health check,

@@ -21,6 +21,9 @@ from vmplane.settings import Settings
 VMCONFIG_PATH = "/etc/vmplane/vmconfig.json"
 HELPER_PATH = "/usr/local/lib/vmplane/vmconfig.py"
 PACKAGE_DIR = "/var/lib/vmplane/packages"  # private (0700): the downloads are checked before install
+BOOTSTRAP_LOG_PATH = "/var/log/vmplane-bootstrap.log"
+# The bootstrap log's lines that say what failed (the helper's `vmconfig:` lines name the artifact).
+FAILURE_LINES = f"grep -hE 'vmconfig: |FAILED' {BOOTSTRAP_LOG_PATH} 2>/dev/null | tail -n 3"
 
 
 def default_home() -> Path:
