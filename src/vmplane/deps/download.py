@@ -128,7 +128,8 @@ def _save(
     say: Say,
 ) -> Outcome:
     previous = _previous(home, kind, arch)
-    out_families, images = dict(families), {NGINX: image} if image is not None else {}
+    out_families = dict(families)
+    images = {NGINX: image} if image is not None and kind is BootstrapMode.nginx else {}
     unavailable: dict[str, str] = {}
     kept: dict[str, str] = {}
     for key, why in failed.items():

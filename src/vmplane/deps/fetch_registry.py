@@ -51,9 +51,8 @@ def read_image(arch: Arch, repository: str = NGINX_REPOSITORY, tag: str = NGINX_
             + (f" (Docker-Content-Digest {header})" if header else "")
             + ": refused"
         )
-    host = urllib.parse.urlsplit(registry).hostname or registry
-    name = "docker.io" if host in ("registry-1.docker.io", "docker.io") else host
-    return Image(repository=f"{name}/{repository}", tag=tag, digest=computed)
+    # A mirror of Docker Hub serves the same bytes, so the reference stays docker.io's.
+    return Image(repository=f"docker.io/{repository}", tag=tag, digest=computed)
 
 
 def platform_digest(index: dict[str, Any], arch: Arch, where: str) -> str:

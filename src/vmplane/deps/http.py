@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import socket
 import time
 import urllib.error
 import urllib.request
@@ -86,7 +87,10 @@ def _retrying(url: str, once: Callable[[], T]) -> T:
         except urllib.error.HTTPError as err:
             why, transient = f"HTTP {err.code} {err.reason}", err.code in TRANSIENT_STATUS
         except (urllib.error.URLError, OSError) as err:
-            why, transient = f"unreachable ({getattr(err, 'reason', None) or err})", True
+            reason = getattr(err, "reason", None) or err
+            # A name that does not exist stays so; a timeout, a reset or EAI_AGAIN may pass.
+            transient = not (isinstance(reason, socket.gaierror) and reason.errno == socket.EAI_NONAME)
+            why = f"unreachable ({reason})"
         if not transient or attempt == ATTEMPTS:
             raise FetchError(f"{url}: {why}")
         time.sleep(BACKOFF * attempt)
