@@ -117,8 +117,11 @@ def _release(repo: str, suite: str) -> Release:
     base = f"{repo}/dists/{suite}"
     try:
         resp = http.get(f"{base}/InRelease")
-    except http.FetchError:
-        resp = http.get(f"{base}/Release")
+    except http.FetchError as first:
+        try:  # an archive without InRelease still has Release; otherwise the first error says why
+            resp = http.get(f"{base}/Release")
+        except http.FetchError:
+            raise first from None
     return parse_release(resp.body.decode("utf-8", errors="replace"))
 
 
