@@ -85,6 +85,7 @@ class Fake:
     files: dict[str, bytes] = field(default_factory=dict)
     headers: dict[str, dict[str, str]] = field(default_factory=dict)
     hits: list[str] = field(default_factory=list)
+    fail_once: dict[str, int] = field(default_factory=dict)  # path -> the status its next request gets
 
     @property
     def url(self) -> str:
@@ -193,6 +194,8 @@ def _handler(fake: Fake) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:
             parts = urlsplit(self.path)
             fake.hits.append(parts.path)
+            if parts.path in fake.fail_once:
+                return self._send(fake.fail_once.pop(parts.path), b"try again")
             if parts.path == "/registry/token":
                 query = parse_qs(parts.query)
                 ok = query.get("scope") == ["repository:library/nginx:pull"] and query.get("service") == ["fake"]
