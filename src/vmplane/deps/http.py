@@ -5,6 +5,7 @@ registry's anonymous bearer token is passed in by the caller and never appears i
 from __future__ import annotations
 
 import hashlib
+import http.client
 import os
 import socket
 import time
@@ -86,6 +87,8 @@ def _retrying(url: str, once: Callable[[], T]) -> T:
             return once()
         except urllib.error.HTTPError as err:
             why, transient = f"HTTP {err.code} {err.reason}", err.code in TRANSIENT_STATUS
+        except http.client.HTTPException as err:  # e.g. IncompleteRead: the connection dropped mid-body
+            why, transient = f"interrupted ({type(err).__name__})", True
         except (urllib.error.URLError, OSError) as err:
             reason = getattr(err, "reason", None) or err
             # A name that does not exist stays so; a timeout, a reset or EAI_AGAIN may pass.
