@@ -19,6 +19,7 @@ from vmplane.cli import cost as cost_
 from vmplane.cli import exec as exec_
 from vmplane.cli import files, jobs, ops, server
 from vmplane.cli.common import domain_errors
+from vmplane.cli.deps_tf import deps_tf_app
 from vmplane.cli.prices import prices_app
 from vmplane.cli.sandbox import sandbox_app
 from vmplane.cli.tf import tf_app
@@ -81,6 +82,7 @@ app.command()(jobs.envs)
 app.command("jobs")(jobs.jobs)
 app.add_typer(sandbox_app, name="sandbox")
 app.add_typer(tf_app, name="tf")
+app.add_typer(deps_tf_app, name="deps")  # the lead merges this into the `deps` group
 app.add_typer(prices_app, name="prices")
 app.add_typer(ops.lb_app, name="lb")
 app.add_typer(server.tokens_app, name="tokens")
