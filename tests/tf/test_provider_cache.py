@@ -124,3 +124,44 @@ def test_a_missing_terraform_is_a_clear_error(cli: Cli, tmp_path: Path) -> None:
     env = {"VMPLANE_TERRAFORM": str(tmp_path / "nope")}
     proc = cli.run("deps", "tf", "--platform", "linux_amd64", extra_env=env)
     assert proc.returncode == 1 and "VMPLANE_TERRAFORM" in proc.stderr and "Traceback" not in proc.stderr
+
+
+FAKE_OFFLINE_TF = """
+import json, pathlib, sys
+args = sys.argv[1:]
+if args[:1] == ["version"]:
+    print(json.dumps({"platform": "linux_amd64"}))
+elif args[:2] == ["providers", "mirror"]:
+    sys.exit("Error: could not connect to registry.terraform.io")
+elif args[:1] == ["init"]:
+    pass  # as if installed through the CLI config's mirror, for the host only
+elif args[:2] == ["providers", "lock"]:
+    platforms = [a.split("=", 1)[1] for a in args if a.startswith("-platform=")]
+    missing = [p for p in platforms if p != "linux_amd64"]
+    if missing:
+        sys.exit(f"Error: no package for {missing[0]} in the mirror")
+    pathlib.Path(".terraform.lock.hcl").write_text(f"# locked {platforms}\\n")
+"""
+
+
+def test_a_partial_refresh_locks_what_it_has_but_never_narrows_a_fuller_lock(cli: Cli, tmp_path: Path) -> None:
+    fake = tmp_path / "fake-terraform"
+    fake.write_text(f"#!{sys.executable}\n{FAKE_OFFLINE_TF}")
+    fake.chmod(0o755)
+    env = {"VMPLANE_TERRAFORM": str(fake)}
+    both = ["--platform", "linux_amd64", "--platform", "darwin_arm64", "--cloud", "aws", "-o", "json"]
+    # No lock yet: the platform it could get is locked, the other named.
+    proc = cli.run("deps", "tf", *both, extra_env=env)
+    aws = json.loads(proc.stdout)["clouds"][0]
+    assert proc.returncode == 1 and aws["platforms"] == ["linux_amd64"], proc.stderr
+    assert any(why.startswith("darwin_arm64:") for why in aws["unavailable"])
+    lock = tf_cache.lock_path(cli.home, "aws")
+    assert lock.read_text() == "# locked ['linux_amd64']\n"
+    # A fuller lock made elsewhere stays when this machine can refresh only part of it.
+    lock.write_text("# the fuller lock\n")
+    lock.with_name("aws.json").write_text(json.dumps({"platforms": ["linux_amd64", "darwin_arm64"]}))
+    proc = cli.run("deps", "tf", *both, extra_env=env)
+    aws = json.loads(proc.stdout)["clouds"][0]
+    assert proc.returncode == 1 and aws["platforms"] == ["linux_amd64", "darwin_arm64"]
+    assert any("rather than narrow it" in why for why in aws["unavailable"])
+    assert lock.read_text() == "# the fuller lock\n"

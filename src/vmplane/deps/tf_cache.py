@@ -131,6 +131,12 @@ def refresh(
         if not locked:
             return result
         dest = lock_path(home, cloud)
+        before = saved_platforms(home, cloud)
+        if dest.is_file() and set(before) - set(locked):
+            # A refresh that could not get every platform never narrows the lock a fuller run made.
+            result.unavailable.append(f"kept the cached lock for {', '.join(before)} rather than narrow it")
+            result.platforms, result.lock = before, str(dest)
+            return result
         dest.parent.mkdir(parents=True, exist_ok=True)
         _atomic_write(dest, (lock_dir / ".terraform.lock.hcl").read_text())
         _atomic_write(dest.with_name(f"{cloud}.json"), json.dumps({"platforms": locked}, indent=2) + "\n")
@@ -200,7 +206,7 @@ def _lock(tf: str, work: Path, cache: Path, platforms: list[str], result: CacheR
         empty = work / "empty.tfrc"
         empty.write_text("")
         (work / ".terraform.lock.hcl").unlink(missing_ok=True)  # a lock only of `ps`, not merged
-        cmd = [tf, "providers", "lock", f"-fs-mirror={cache}", *(f"-platform={p}" for p in ps)]
+        cmd = [tf, "providers", "lock", "-no-color", f"-fs-mirror={cache}", *(f"-platform={p}" for p in ps)]
         run_tf(cmd, work, {"TF_CLI_CONFIG_FILE": str(empty)})
 
     try:
