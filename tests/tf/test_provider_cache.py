@@ -165,3 +165,14 @@ def test_a_partial_refresh_locks_what_it_has_but_never_narrows_a_fuller_lock(cli
     assert proc.returncode == 1 and aws["platforms"] == ["linux_amd64", "darwin_arm64"]
     assert any("rather than narrow it" in why for why in aws["unavailable"])
     assert lock.read_text() == "# the fuller lock\n"
+
+
+def test_tf_generate_without_a_cache_writes_the_stack_as_before_and_says_how_to_make_one(
+    cli: Cli, tmp_path: Path
+) -> None:
+    stack = tmp_path / "stack"
+    proc = cli.run("tf", "generate", "-f", str(EXAMPLES / "web.jsonc"), "-d", str(stack), "-o", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["providerCache"]["lock"] is None
+    assert "vmplane deps tf --cloud aws --platform linux_amd64` makes one" in proc.stderr
+    assert not (stack / ".terraform.lock.hcl").exists() and not (stack / "terraform.d").exists()
