@@ -19,11 +19,7 @@ CloudOpt = Annotated[
 ]
 _PLATFORM = re.compile(r"^[a-z0-9]+_[a-z0-9]+$")
 
-# Until `deps` is one group (its `download` lives in cli/deps.py), this registers `deps tf` on its own.
-deps_tf_app = typer.Typer(help="Pinned dependencies and their offline caches.", no_args_is_help=True)
 
-
-@deps_tf_app.command("tf")
 def deps_tf(platform: PlatformOpt = None, cloud: CloudOpt = None, output: OutputOpt = "text") -> None:
     """Mirror the generated stacks' providers into $VMPLANE_HOME/deps/tf and lock them, per cloud.
 
@@ -59,3 +55,9 @@ def deps_tf(platform: PlatformOpt = None, cloud: CloudOpt = None, output: Output
                 typer.echo(f"{r.cloud}: unavailable: {why}", err=True)
     if incomplete:
         raise typer.Exit(1)
+
+
+# Until `deps` is one group (its `download` lives in cli/deps.py), this registers `deps tf` on its own;
+# merged, it is `deps_app.command("tf")(deps_tf)` there and this group goes.
+deps_tf_app = typer.Typer(help="Pinned dependencies and their offline caches.", no_args_is_help=True)
+deps_tf_app.command("tf")(deps_tf)
