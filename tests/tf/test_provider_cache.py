@@ -149,6 +149,11 @@ def test_a_partial_refresh_locks_what_it_has_but_never_narrows_a_fuller_lock(cli
     fake.write_text(f"#!{sys.executable}\n{FAKE_OFFLINE_TF}")
     fake.chmod(0o755)
     env = {"VMPLANE_TERRAFORM": str(fake)}
+    # Only another platform than this host's: nothing to install through the CLI config, nothing locked.
+    proc = cli.run("deps", "tf", "--platform", "darwin_arm64", "--cloud", "aws", "-o", "json", extra_env=env)
+    aws = json.loads(proc.stdout)["clouds"][0]
+    assert proc.returncode == 1 and aws["lock"] is None
+    assert any("darwin_arm64" in why and "serves only linux_amd64" in why for why in aws["unavailable"])
     both = ["--platform", "linux_amd64", "--platform", "darwin_arm64", "--cloud", "aws", "-o", "json"]
     # No lock yet: the platform it could get is locked, the other named.
     proc = cli.run("deps", "tf", *both, extra_env=env)

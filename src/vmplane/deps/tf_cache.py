@@ -155,9 +155,14 @@ def _mirror(
         return list(platforms)
     except TerraformError as err:
         registry_error = f"origin registry: {err}"
-    # The registry is unreachable: install through the CLI config (a mirror), which serves the host only.
+    # No origin registry (or it failed): install through the CLI config (e.g. a mirror), for the host only.
     host = host_platform(tf, work)
-    progress(f"{cloud}: registry unreachable; terraform init through your CLI config for {host} into {cache}")
+    others = [p for p in platforms if p != host]
+    why_others = f"{', '.join(others)}: not from the origin registry, and a CLI-config install serves only {host}"
+    if host not in platforms:
+        result.unavailable += [registry_error, why_others]
+        return []
+    progress(f"{cloud}: origin registry failed; terraform init through your CLI config for {host} into {cache}")
     try:
         run_tf([tf, "init", "-backend=false", "-input=false", "-no-color"], work, {"TF_PLUGIN_CACHE_DIR": str(cache)})
     except TerraformError as err:
@@ -166,12 +171,9 @@ def _mirror(
     result.notes.append(registry_error)
     _materialise(cache, progress)
     result.via = f"terraform init through the CLI config's installation methods ({host} only)"
-    others = [p for p in platforms if p != host]
     if others:
-        result.unavailable.append(
-            f"{', '.join(others)}: the origin registry is unreachable and a CLI-config install serves only {host}"
-        )
-    return [host] if host in platforms else []
+        result.unavailable.append(why_others)
+    return [host]
 
 
 def _materialise(cache: Path, progress: Progress) -> None:
