@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from tests.helpers import Cli, free_port, terraform_env, write_env
+from tests.helpers import EXAMPLES, Cli, free_port, terraform_env, write_env
 
 from vmplane.deps import tf_cache
 from vmplane.tf.aws.common import PROVIDER_VERSION
@@ -130,15 +130,21 @@ def test_tf_upgrade_replaces_the_lock_and_keeps_the_users_files(cli: Cli, tf_env
     assert (stack / "terraform.tfvars").read_text() == 'extra = "kept"\n'
 
 
-def test_deps_tf_names_the_google_provider_it_cannot_get(cli: Cli, tf_env) -> None:
-    out = deps_tf(cli, tf_env, "--cloud", "gcp")
-    gcp = out["clouds"][0]
-    if gcp["lock"] is not None:
-        pytest.skip("this machine's mirror has hashicorp/google: the unavailable case cannot be shown here")
-    assert not out["complete"]
-    assert any("hashicorp/google" in why for why in gcp["unavailable"]), gcp
-    assert not tf_cache.lock_path(cli.home, "gcp").exists()
-
-
-def test_a_gcp_stack_inits_offline_from_the_cache() -> None:
-    pytest.skip("hashicorp/google is not in this machine's provider mirror and its registry is unreachable")
+def test_deps_tf_for_gcp_names_what_it_cannot_get_or_the_stack_inits_offline(cli: Cli, tf_env, tmp_path: Path) -> None:
+    gcp = deps_tf(cli, tf_env, "--cloud", "gcp")["clouds"][0]
+    if gcp["lock"] is None:
+        # This machine: hashicorp/google is neither in the mirror nor reachable in its registry.
+        assert any("hashicorp/google" in why for why in gcp["unavailable"]), gcp
+        assert not tf_cache.lock_path(cli.home, "gcp").exists()
+        pytest.skip(
+            "hashicorp/google is not in this machine's provider mirror: the GCP stack's offline init is not run"
+        )
+    stack = tmp_path / "stack"
+    assert cli.run("tf", "generate", "-f", str(EXAMPLES / "gcp-web.jsonc"), "-d", str(stack)).returncode == 0
+    empty = tmp_path / "empty.tfrc"
+    empty.write_text("")
+    offline = {**tf_env, "TF_CLI_CONFIG_FILE": str(empty)}
+    init = terraform(offline, stack, "init", "-input=false", "-backend=false", "-no-color")
+    assert init.returncode == 0, init.stdout + init.stderr
+    assert terraform(offline, stack, "validate", "-no-color").returncode == 0
+    assert (stack / ".terraform.lock.hcl").read_text() == tf_cache.lock_path(cli.home, "gcp").read_text()
