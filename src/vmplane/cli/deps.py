@@ -7,13 +7,16 @@ from typing import Annotated
 
 import typer
 
-from vmplane.cli.common import EXIT_OK, OutputOpt, begin, print_json
+from vmplane.cli.common import EXIT_OK, EXIT_UNAVAILABLE, OutputOpt, begin, print_json
+from vmplane.cli.deps_tf import deps_tf
 from vmplane.errors import UsageError
 
 # Some part could not be read: what is missing is named (stderr, the manifest's `unavailable`, the JSON).
-EXIT_UNAVAILABLE = 3
 
-deps_app = typer.Typer(help="Pinned VM dependencies: the vmconfig manifests and their artifacts.", no_args_is_help=True)
+deps_app = typer.Typer(
+    help="Pinned dependencies: the vmconfig manifests and their artifacts, the Terraform provider cache.",
+    no_args_is_help=True,
+)
 
 ArchOpt = Annotated[str, typer.Option("--arch", help="amd64 or arm64: the pools' architecture, not this host's.")]
 KindOpt = Annotated[list[str] | None, typer.Option("--kind", help="nginx or bare; repeat for both (default: both).")]
@@ -77,3 +80,6 @@ def download(arch: ArchOpt, kind: KindOpt = None, output: OutputOpt = "text") ->
             markup=False,
         )
     raise typer.Exit(EXIT_OK if complete else EXIT_UNAVAILABLE)
+
+
+deps_app.command("tf")(deps_tf)
