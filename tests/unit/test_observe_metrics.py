@@ -83,3 +83,18 @@ def test_a_worker_serves_the_same_registry_on_its_metrics_port() -> None:
         '{cloud="aws",outcome="succeeded",phase="provision",step="stepCreateNetwork"}'
     )
     assert line in text
+
+
+def test_the_gauges_read_the_store_of_the_last_app_only(tmp_path, monkeypatch) -> None:
+    """A process serves one store; an app created later (as tests do in turn) replaces the first one's
+    gauges instead of adding a second set of the same families."""
+    monkeypatch.setenv("VMPLANE_METRICS_TOKEN", TOKEN)
+    _store(tmp_path / "first")  # one running job there
+    create_app(Settings(home=tmp_path / "first"), run_workflows=False)
+    second = Settings(home=tmp_path / "second")
+    second.ensure_home()
+    with TestClient(create_app(second, run_workflows=False)) as c:
+        text = c.get("/metrics", headers={"Authorization": f"Bearer {TOKEN}"}).text
+    assert [ln for ln in text.splitlines() if ln.startswith('vmplane_jobs{status="running"}')] == [
+        'vmplane_jobs{status="running"} 0.0'
+    ]

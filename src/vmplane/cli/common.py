@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from vmplane.target import Target
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+# Some of what was asked could not be fetched (named on stderr and in --output json); the rest was.
+EXIT_UNAVAILABLE = 3
 DEFAULT_FILE = Path("vmplane.env.jsonc")
 
 FileOpt = Annotated[Path, typer.Option("--file", "-f", help="The environment file (default: ./vmplane.env.jsonc).")]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -19,6 +19,9 @@ from vmplane.cli.common import (
     sandbox_endpoint,
 )
 from vmplane.errors import UsageError
+
+if TYPE_CHECKING:
+    from vmplane.envspec.models import Cloud
 
 tf_app = typer.Typer(
     help="The environment as an OpenTofu/Terraform stack, its files split by the impact of a change.",
@@ -49,8 +52,9 @@ def _tf_write(file: Path, out_dir: Path | None, out: Path | None, sandbox: bool,
     if upgrade and not any(is_managed(p) for p in stack.glob(f"{PREFIX}*.tf")):
         raise UsageError(f"{stack} has no vmplane-managed files to upgrade; run `vmplane tf generate` first")
     result = write(generate(spec, sandbox_endpoint(spec.provider.cloud) if sandbox else None), stack)
+    cache = _provider_cache(cmd.settings.home, spec.provider.cloud, stack, refresh=upgrade)
     if cmd.json:
-        print_json({"dir": str(stack), **result.__dict__})
+        print_json({"dir": str(stack), **result.__dict__, "providerCache": cache})
         return
     for name in result.written:
         typer.echo(f"wrote {stack / name}")
@@ -60,6 +64,29 @@ def _tf_write(file: Path, out_dir: Path | None, out: Path | None, sandbox: bool,
         f"{len(result.written)} written, {len(result.unchanged)} unchanged, {len(result.removed)} removed; "
         "files vmplane did not write were left alone"
     )
+
+
+def _provider_cache(home: Path, cloud: Cloud, stack: Path, *, refresh: bool) -> dict[str, object]:
+    """Point the stack at the offline provider cache, first refreshing its lock on `tf upgrade`."""
+    from vmplane.deps.tf_cache import TerraformError, lock_path, saved_platforms
+    from vmplane.tf import provider_cache
+
+    refreshed: list[str] = []
+    platforms = saved_platforms(home, cloud.value)
+    if refresh and lock_path(home, cloud.value).is_file() and platforms:
+        fix = f"run `vmplane deps tf --cloud {cloud.value} --platform {' --platform '.join(platforms)}` where it is"
+        try:
+            got = provider_cache.refresh(home, cloud, platforms, lambda m: typer.echo(m, err=True))
+            refreshed = got.platforms
+            for why in got.unavailable:
+                typer.echo(f"warning: provider cache: {why}", err=True)
+            if got.unavailable:
+                typer.echo(f"warning: the provider source is not fully reachable: {fix}", err=True)
+        except TerraformError as err:
+            typer.echo(f"warning: provider cache not refreshed: {err}\n{fix}", err=True)
+    attached = provider_cache.attach(home, cloud, stack)
+    typer.echo(attached.note, err=True)
+    return {"lock": attached.lock, "plugins": attached.plugins, "refreshed": refreshed, "note": attached.note}
 
 
 @tf_app.command("generate")

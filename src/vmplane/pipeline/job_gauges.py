@@ -70,11 +70,14 @@ class StoreCollector(Collector):
         return fam
 
 
-_installed: set[str] = set()
+_collector: list[StoreCollector] = []  # at most one: two would answer with the same families twice
 
 
 def install(settings: Settings) -> None:
-    """Add the store's gauges to the process's registry (once per database)."""
-    if settings.db_url not in _installed:
-        _installed.add(settings.db_url)
-        metrics.REGISTRY.register(StoreCollector(settings))
+    """Point the process's registry at this store; the last app created wins (a process serves one store,
+    tests create several in turn)."""
+    if _collector:
+        _collector[0].settings = settings
+    else:
+        _collector.append(StoreCollector(settings))
+        metrics.REGISTRY.register(_collector[0])

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from vmplane.envspec.models import Cloud, EnvSpec
-from vmplane.tf.hcl import Item
+from vmplane.tf.hcl import Block, Item
 from vmplane.tf.inputs import AWS_NOTES, InputNotes
 
 
@@ -21,6 +21,10 @@ class CloudStack(Protocol):
 
     def structure(self, spec: EnvSpec) -> dict[str, list[Item]]:
         """The files that hold resources (main, roles, outputs): they change with the spec's shape only."""
+        ...
+
+    def terraform_settings(self) -> Block:
+        """The `terraform` block: required Terraform and provider versions (what `deps tf` mirrors)."""
         ...
 
     def backend(self, spec: EnvSpec) -> list[Item]: ...
@@ -40,6 +44,11 @@ class AwsStack:
         from vmplane.tf.aws import iam, main, outputs
 
         return {"main.tf": main.main_tf(spec), "roles.tf": iam.roles_tf(spec), "outputs.tf": outputs.outputs_tf(spec)}
+
+    def terraform_settings(self) -> Block:
+        from vmplane.tf.aws import main
+
+        return main.terraform_settings()
 
     def backend(self, spec: EnvSpec) -> list[Item]:
         from vmplane.tf.aws import backend
@@ -68,6 +77,11 @@ class GcpStack:
         from vmplane.tf.gcp import iam, main, outputs
 
         return {"main.tf": main.main_tf(spec), "roles.tf": iam.roles_tf(), "outputs.tf": outputs.outputs_tf(spec)}
+
+    def terraform_settings(self) -> Block:
+        from vmplane.tf.gcp import main
+
+        return main.terraform_settings()
 
     def backend(self, spec: EnvSpec) -> list[Item]:
         from vmplane.tf.gcp import backend

@@ -11,11 +11,16 @@ from vmplane.tf.hcl import Block, Item
 from vmplane.tf.inputs import pool_locals
 
 
-def main_tf(spec: EnvSpec) -> list[Item]:
-    items: list[Item] = []
+def terraform_settings() -> Block:
+    """The `terraform` block (Terraform and provider versions): also what `vmplane deps tf` mirrors and locks."""
     tf = Block("terraform").attr("required_version", TF_VERSION)
     tf.block("required_providers").attr("google", {"source": "hashicorp/google", "version": PROVIDER_VERSION})
-    items.append(tf)
+    return tf
+
+
+def main_tf(spec: EnvSpec) -> list[Item]:
+    items: list[Item] = []
+    items.append(terraform_settings())
     items.append(
         Block("provider", ["google"])
         .attr("project", E("local.identity.provider.project"))
