@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from tests.helpers import terraform_env
+from tests.helpers import Cli, terraform_env, write_env
 
 from vmplane.deps import cache
 from vmplane.deps.manifest import Family, Image, Manifest, Package, PackageSource
@@ -112,3 +112,13 @@ def test_terraform_validates_and_an_edited_copy_changes_the_user_data(home: Path
     )
     content = console(env, stack, expr).strip('"')
     assert gzip.decompress(base64.b64decode(content)).decode() == pinned().dumps()
+
+
+def test_tf_generate_writes_the_stack_and_warns_of_an_unpinned_pool(cli: Cli, tmp_path: Path) -> None:
+    empty = pinned().model_copy(update={"families": {}, "images": {}, "unavailable": {"*": "nothing reachable"}})
+    cache.save(cli.home, empty)
+    env_file = write_env(tmp_path, "tf-warn")  # fixed.jsonc: al2023, nginx
+    proc = cli.run("tf", "generate", "-f", str(env_file), "-d", str(tmp_path / "stack"))
+    assert proc.returncode == 0, proc.stderr
+    assert f"warning: pools.web.image: {COPY} does not pin" in proc.stderr
+    assert (tmp_path / "stack" / COPY).is_file()

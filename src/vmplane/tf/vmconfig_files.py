@@ -9,7 +9,6 @@ what a pool's copy leaves unpinned, and each pool's template carries a precondit
 
 from __future__ import annotations
 
-import logging
 import re
 from pathlib import Path
 
@@ -21,7 +20,6 @@ from vmplane.tf.hcl import Block, Expr
 # Where the manifest's gz+b64 text goes in the rendered user-data (a plain YAML scalar).
 PLACEHOLDER = "VMPLANE_VMCONFIG_FROM_TERRAFORM"
 _COPY = re.compile(r"^vmplane\.env\.vmconfig\.[a-z]+\.[a-z0-9]+\.json$")
-_log = logging.getLogger(__name__)
 
 
 def is_copy(path: Path) -> bool:
@@ -30,10 +28,8 @@ def is_copy(path: Path) -> bool:
 
 
 def copies(spec: EnvSpec, home: Path | None = None) -> dict[str, str]:
-    """File name -> manifest text, for every (kind, arch) the pools use; warns of what is unpinned (the
-    stack is written anyway: the copy may be edited before planning, and the precondition checks it)."""
-    for problem in vmconfig.problems(spec, home):
-        _log.warning("tf generate: %s (terraform plan fails until the copy pins it)", problem)
+    """File name -> manifest text, for every (kind, arch) the pools use. Written even when they leave a
+    pool unpinned (`tf generate` warns): the copy may be edited before planning, the precondition checks it."""
     out = {}
     for name in sorted(spec.pools):
         manifest = vmconfig.pool_manifest(spec, name, home)
