@@ -11,6 +11,7 @@ import json
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.helpers import Cli, terraform_env, write_env
@@ -77,12 +78,30 @@ def test_gcp_stack_reads_the_copy_too(home: Path, example: str) -> None:
     }
 
 
-def console(env: dict[str, str], stack: Path, expr: str) -> str:
+def console(env: dict[str, str], stack: Path, *exprs: str) -> list[Any]:
+    """The expressions' values from one `terraform console` run (each run costs seconds): one JSON list,
+    which the console prints as a quoted string."""
     proc = subprocess.run(
-        ["terraform", "console"], input=expr + "\n", cwd=stack, env=env, capture_output=True, text=True, timeout=300
+        ["terraform", "console"],
+        input=f"jsonencode([{', '.join(exprs)}])\n",
+        cwd=stack,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
-    return proc.stdout.strip()
+    values: list[Any] = json.loads(json.loads(proc.stdout.strip()))
+    return values
+
+
+MISSING = 'local.vmconfig_missing["web"]'
+USER_DATA_SHA = 'sha256(local.user_data["web"])'
+# The cloud-config entry's content, as cloud-init's `gz+b64` reads it.
+ENTRY = (
+    'one([for f in yamldecode(local.user_data["web"]).write_files : f.content'
+    ' if f.path == "/etc/vmplane/vmconfig.json"])'
+)
 
 
 def test_terraform_validates_and_an_edited_copy_changes_the_user_data(home: Path, tmp_path: Path) -> None:
@@ -95,22 +114,14 @@ def test_terraform_validates_and_an_edited_copy_changes_the_user_data(home: Path
         proc = subprocess.run(["terraform", *args], cwd=stack, env=env, capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, proc.stdout + proc.stderr
     shipped = cache.current(home, BootstrapMode.nginx, Arch.amd64)
-    missing = json.loads(
-        console(env, stack, 'jsonencode(local.vmconfig_missing["web"])').strip('"').replace('\\"', '"')
-    )
+    missing, before = console(env, stack, MISSING, USER_DATA_SHA)
     assert ("family al2023" in missing) == ("al2023" not in shipped.families)
     assert ("the nginx image" in missing) == ("nginx" not in shipped.images)
-    before = console(env, stack, 'sha256(local.user_data["web"])')
 
     (stack / COPY).write_text(pinned().dumps())  # the user edits the copy: nothing is regenerated
-    assert console(env, stack, 'jsonencode(local.vmconfig_missing["web"])') == '"[]"'
-    assert console(env, stack, 'sha256(local.user_data["web"])') != before
-    # The cloud-config entry carries exactly the copy, gzip+base64 as cloud-init's `gz+b64` reads it.
-    expr = (
-        'one([for f in yamldecode(local.user_data["web"]).write_files : f.content'
-        ' if f.path == "/etc/vmplane/vmconfig.json"])'
-    )
-    content = console(env, stack, expr).strip('"')
+    missing, after, content = console(env, stack, MISSING, USER_DATA_SHA, ENTRY)
+    assert missing == []
+    assert after != before
     assert gzip.decompress(base64.b64decode(content)).decode() == pinned().dumps()
 
 
