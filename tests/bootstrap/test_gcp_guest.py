@@ -217,7 +217,12 @@ def test_agent_without_a_message_sends_nothing(tmp_path: Path, metadata: FakeMet
 def run_report(tmp_path: Path, metadata: FakeMetadata, sentinel: Path) -> int:
     script = tmp_path / "report.sh"
     script.write_text(gcp_guest.REPORT_SCRIPT)
-    env = {"PATH": "/usr/bin:/bin", "VMPLANE_METADATA_URL": metadata.url, "VMPLANE_SENTINEL_PATH": str(sentinel)}
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "VMPLANE_METADATA_URL": metadata.url,
+        "VMPLANE_SENTINEL_PATH": str(sentinel),
+        "VMPLANE_LOG_PATH": str(tmp_path / "bootstrap.log"),
+    }
     return subprocess.run([BASH, str(script)], env=env, capture_output=True, timeout=60, check=False).returncode
 
 
@@ -228,6 +233,24 @@ def test_report_ready_after_the_sentinel(tmp_path: Path, metadata: FakeMetadata)
     assert metadata.puts == [("/computeMetadata/v1/instance/guest-attributes/vmplane/bootstrap", "ready")]
 
 
+FAILED_ATTR = "/computeMetadata/v1/instance/guest-attributes/vmplane/bootstrap-failed"
+
+
 def test_no_ready_report_without_the_sentinel(tmp_path: Path, metadata: FakeMetadata) -> None:
     assert run_report(tmp_path, metadata, tmp_path / "missing") == 1
-    assert metadata.puts == []
+    assert metadata.puts == [(FAILED_ATTR, "bootstrap failed")]  # no log to quote
+
+
+def test_failed_bootstrap_reports_what_it_logged(tmp_path: Path, metadata: FakeMetadata) -> None:
+    (tmp_path / "bootstrap.log").write_text(
+        "2026-12-01T00:00:00Z vmplane-bootstrap: fetching the pinned packages\n"
+        "vmconfig: unpinned: family ubuntu-24.04 (ubuntu 24.04): archive unreachable\n"
+        "2026-12-01T00:00:01Z vmplane-bootstrap: FAILED: a pinned artifact is unavailable; sentinel not written\n"
+    )
+    assert run_report(tmp_path, metadata, tmp_path / "missing") == 1
+    [(path, body)] = metadata.puts
+    assert path == FAILED_ATTR
+    assert body.splitlines() == [
+        "vmconfig: unpinned: family ubuntu-24.04 (ubuntu 24.04): archive unreachable",
+        "2026-12-01T00:00:01Z vmplane-bootstrap: FAILED: a pinned artifact is unavailable; sentinel not written",
+    ]

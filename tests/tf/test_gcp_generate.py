@@ -26,6 +26,7 @@ from vmplane.tf.gcp.common import GFE_RANGES, IAP_RANGE, label_locals
 from vmplane.tf.generate import HEADER, GenerateError, generate, write
 from vmplane.tf.hcl import Attr, Block, Expr, Item, render
 from vmplane.tf.stacks import STACKS
+from vmplane.tf.vmconfig_files import PLACEHOLDER
 
 CASES = Path(__file__).resolve().parent / "cases"
 MANAGED = {
@@ -36,6 +37,7 @@ MANAGED = {
     "vmplane.env.inputs.infra.tf",
     "vmplane.env.outputs.tf",
     "vmplane.env.schema.json",
+    "vmplane.env.vmconfig.nginx.amd64.json",  # the pools' manifest, read by the user-data
 }
 # Resources that take `labels` in hashicorp/google 6.x, among those the stack makes.
 LABELLED = {
@@ -186,7 +188,7 @@ def test_hardening_on_every_template_and_instance(spec: EnvSpec) -> None:
             "enable-guest-attributes": "TRUE",
             "enable-osconfig": "TRUE",
         }
-        assert isinstance(meta["user-data"], Expr) and meta["user-data"].text.startswith("local.vm.userData[")
+        assert isinstance(meta["user-data"], Expr) and meta["user-data"].text.startswith("local.user_data[")
         shielded = next(b for b in block.body if isinstance(b, Block) and b.type == "shielded_instance_config")
         assert set(attrs(shielded).values()) == {True} and len(attrs(shielded)) == 3
         sa = next(b for b in block.body if isinstance(b, Block) and b.type == "service_account")
@@ -273,7 +275,9 @@ def test_user_data_of_each_pool_is_embedded_verbatim(spec: EnvSpec) -> None:
         found = re.search(rf"\n +{pool} += <<USERDATA\n(.*?\n)USERDATA\n", vm, re.DOTALL)
         assert found, pool
         body = found.group(1)
-        assert body.replace("$${", "${").replace("%%{", "%{") == render_user_data(spec, pool)
+        assert body.replace("$${", "${").replace("%%{", "%{") == render_user_data(
+            spec, pool, manifest_content=PLACEHOLDER
+        )
 
 
 def test_gcs_backend_under_the_environments_path() -> None:

@@ -1,8 +1,10 @@
 """Cloud-init user-data that every VM of a pool boots with, identical across clouds.
 
-The document installs Docker, creates the `nginx-on-zop-net` bridge network, runs NGINX on it
-(`nginx` bootstrap mode only) and writes the sentinel file last. The control plane polls for the
-sentinel through the exec channel (`SENTINEL_CHECK_COMMAND`) to move a VM from `bootstrap` to `ready`.
+The document writes the pool's vmconfig manifest and the helper that reads it (`vmconfig`), installs
+exactly the pinned Docker packages (sha256-checked, failing closed), creates the `nginx-on-zop-net`
+bridge network, runs NGINX by digest on it (`nginx` bootstrap mode only) and writes the sentinel last.
+The control plane polls for the sentinel through the exec channel (`SENTINEL_CHECK_COMMAND`) to move
+a VM from `bootstrap` to `ready`.
 
 The spec's `runtime` settings (env/files) are deliberately NOT rendered here: they are pushed later
 through the exec channel, so changing them never changes user-data and never requires replacing VMs.
@@ -17,15 +19,23 @@ from typing import Any
 import yaml
 
 from vmplane.bootstrap import gcp_guest
+from vmplane.bootstrap.vmconfig import (
+    BOOTSTRAP_LOG_PATH,
+    FAILURE_LINES,
+    HELPER_PATH,
+    PACKAGE_DIR,
+    VMCONFIG_PATH,
+    gz_b64,
+    helper_source,
+    pool_manifest,
+)
+from vmplane.deps.manifest import Manifest
 from vmplane.envspec.models import SENTINEL_PATH, BootstrapMode, Cloud, EnvSpec
 
 NETWORK_NAME = "nginx-on-zop-net"
 NGINX_CONTAINER_NAME = "zop-nginx"
-# Pinned tag (a digest cannot be resolved offline); bumping it changes user-data, hence the VMs.
-NGINX_IMAGE = "nginx:1.27.3-alpine"
 HEALTHZ_PATH = "/healthz"
 BOOTSTRAP_SCRIPT_PATH = "/usr/local/lib/vmplane/bootstrap.sh"
-BOOTSTRAP_LOG_PATH = "/var/log/vmplane-bootstrap.log"
 IDENTITY_PATH = "/etc/vmplane/identity.json"
 # A directory (not a single file) is mounted so operators can drop extra server blocks next to ours
 # and `nginx -s reload`; a single-file bind mount would also pin the old inode on replacement.
@@ -33,8 +43,9 @@ NGINX_CONF_DIR = "/etc/vmplane/nginx/conf.d"
 NGINX_CONF_PATH = f"{NGINX_CONF_DIR}/default.conf"
 RETRY_ATTEMPTS = 6  # backoff 2+4+8+16+32 s: enough for NAT egress to come up after boot
 
-# Sent through the exec channel: exit 0 once the sentinel exists and is non-empty.
-SENTINEL_CHECK_COMMAND: str = f"test -s {shlex.quote(SENTINEL_PATH)}"
+# Sent through the exec channel: exit 0 once the sentinel exists and is non-empty; otherwise it prints
+# the bootstrap's failure lines (which artifact was unpinned or mismatched), for the step's error.
+SENTINEL_CHECK_COMMAND: str = f"test -s {shlex.quote(SENTINEL_PATH)} || {{ {FAILURE_LINES}; exit 1; }}"
 
 NGINX_DEFAULT_CONF = f"""\
 # Written by vmplane cloud-init. Default server: answers the load balancer's health check,
@@ -67,12 +78,14 @@ set -o errtrace
 
 BOOTSTRAP_MODE=@MODE@
 NETWORK_NAME=@NETWORK@
-NGINX_IMAGE=@IMAGE@
 NGINX_CONTAINER=@CONTAINER@
 RETRY_ATTEMPTS=@ATTEMPTS@
 SENTINEL_PATH="${VMPLANE_SENTINEL_PATH:-@SENTINEL@}"
 LOG_PATH="${VMPLANE_LOG_PATH:-@LOG@}"
 NGINX_CONF_DIR="${VMPLANE_NGINX_CONF_DIR:-@CONF_DIR@}"
+VMCONFIG_PATH="${VMPLANE_VMCONFIG_PATH:-@VMCONFIG@}"
+VMCONFIG_HELPER="${VMPLANE_VMCONFIG_HELPER:-@HELPER@}"
+PACKAGE_DIR="${VMPLANE_PACKAGE_DIR:-@PACKAGE_DIR@}"
 
 mkdir -p "$(dirname "$LOG_PATH")"
 # Keep stdout too so the output also lands in cloud-init-output.log.
@@ -96,26 +109,57 @@ retry() {
   done
 }
 
+# Fail closed: the helper names the unpinned, unreachable or mismatching artifact and no sentinel is written.
+fetch_pinned() {
+  log "fetching the pinned packages of $VMCONFIG_PATH"
+  if ! python3 "$VMCONFIG_HELPER" fetch "$VMCONFIG_PATH" "$PACKAGE_DIR"; then
+    log "FAILED: a pinned artifact is unavailable (the vmconfig line above names it); sentinel not written"
+    exit 1
+  fi
+}
+
 install_docker() {
-  # Any existing Docker is accepted: installing docker.io over docker-ce would conflict.
+  # An image that ships Docker keeps it: installing the pinned packages over another build (docker-ce
+  # over docker.io) would conflict, and the image's maker chose it. Its version is logged, so a drift
+  # from the manifest's pins shows in the log.
   if command -v docker >/dev/null 2>&1; then
-    log "docker already installed"
+    log "docker already installed, kept: $(docker --version 2>&1 || true)"
     return 0
   fi
-  # Detect the package manager rather than trusting the image name (custom AMIs, aliases).
-  if command -v dnf >/dev/null 2>&1; then
-    log "installing docker with dnf"
-    retry dnf install -y docker
-  elif command -v apt-get >/dev/null 2>&1; then
-    log "installing docker.io with apt-get"
-    export DEBIAN_FRONTEND=noninteractive
-    # The lock timeout waits out unattended-upgrades, which often holds the lock at first boot.
-    retry apt-get -o DPkg::Lock::Timeout=300 update
-    retry apt-get -o DPkg::Lock::Timeout=300 install -y --no-install-recommends docker.io
-  else
-    log "no supported package manager (need dnf or apt-get)"
-    return 1
-  fi
+  local pm name version file i got
+  local names=() versions=() files=()
+  {
+    read -r pm
+    while IFS=$'\\t' read -r name version file; do
+      names+=("$name"); versions+=("$version"); files+=("$file")
+    done
+  } <"$PACKAGE_DIR/install.list"
+  # Exactly the verified files; the package manager resolves only the base libraries they need.
+  case "$pm" in
+    apt)
+      export DEBIAN_FRONTEND=noninteractive
+      # The lock timeout waits out unattended-upgrades, which often holds the lock at first boot.
+      retry apt-get -o DPkg::Lock::Timeout=300 update
+      retry apt-get -o DPkg::Lock::Timeout=300 install -y --no-install-recommends "${files[@]}"
+      ;;
+    dnf) retry dnf install -y "${files[@]}" ;;
+    *)
+      log "FAILED: unknown package manager '$pm' in $VMCONFIG_PATH; sentinel not written"
+      exit 1
+      ;;
+  esac
+  for i in "${!names[@]}"; do
+    if [[ "$pm" == apt ]]; then
+      got="$(dpkg-query -W -f='${Version}' "${names[i]}")"
+    else
+      got="$(rpm -q --qf '%|EPOCH?{%{EPOCH}:}:{}|%{VERSION}-%{RELEASE}' "${names[i]}")"
+    fi
+    if [[ "$got" != "${versions[i]}" ]]; then
+      log "FAILED: ${names[i]} is installed at version $got, the manifest pins ${versions[i]}; sentinel not written"
+      exit 1
+    fi
+  done
+  log "installed the pinned packages: ${names[*]}"
   hash -r
 }
 
@@ -135,6 +179,9 @@ create_network() {
 }
 
 run_nginx() {
+  # By digest: the container check below compares against the same reference.
+  local NGINX_IMAGE
+  NGINX_IMAGE="$(python3 "$VMCONFIG_HELPER" image "$VMCONFIG_PATH")"
   retry docker pull "$NGINX_IMAGE"
   local current
   if current="$(docker container inspect -f '{{.Config.Image}}' "$NGINX_CONTAINER" 2>/dev/null)"; then
@@ -168,6 +215,7 @@ write_sentinel() {
 }
 
 log "bootstrap starting (mode $BOOTSTRAP_MODE)"
+fetch_pinned
 install_docker
 start_docker
 create_network
@@ -186,7 +234,6 @@ def render_bootstrap_script(mode: BootstrapMode) -> str:
     values = {
         "@MODE@": shlex.quote(BootstrapMode(mode).value),
         "@NETWORK@": shlex.quote(NETWORK_NAME),
-        "@IMAGE@": shlex.quote(NGINX_IMAGE),
         "@CONTAINER@": shlex.quote(NGINX_CONTAINER_NAME),
         "@ATTEMPTS@": str(RETRY_ATTEMPTS),
         # These sit inside double quotes (for the ${VAR:-default} override), so must not need quoting.
@@ -194,6 +241,9 @@ def render_bootstrap_script(mode: BootstrapMode) -> str:
         "@LOG@": _plain_path(BOOTSTRAP_LOG_PATH),
         "@CONF_DIR@": _plain_path(NGINX_CONF_DIR),
         "@HEALTHZ@": _plain_path(HEALTHZ_PATH),
+        "@VMCONFIG@": _plain_path(VMCONFIG_PATH),
+        "@HELPER@": _plain_path(HELPER_PATH),
+        "@PACKAGE_DIR@": _plain_path(PACKAGE_DIR),
     }
     script = _SCRIPT_TEMPLATE
     for marker, value in values.items():
@@ -201,13 +251,19 @@ def render_bootstrap_script(mode: BootstrapMode) -> str:
     return script
 
 
-def render_user_data(spec: EnvSpec, pool_name: str) -> str:
-    """The `#cloud-config` document for every VM of `pool_name`; deterministic byte-for-byte."""
+def render_user_data(
+    spec: EnvSpec, pool_name: str, manifest: Manifest | None = None, *, manifest_content: str | None = None
+) -> str:
+    """The `#cloud-config` document for every VM of `pool_name`; deterministic byte-for-byte.
+    `manifest`: the pool's vmconfig manifest (default: the cache's current one). `manifest_content`
+    replaces its gz+b64 text (the Terraform stack puts an expression reading its copy there)."""
     if pool_name not in spec.pools:
         known = ", ".join(sorted(spec.pools))
         raise ValueError(f"unknown pool {pool_name!r} in env {spec.name!r} (pools: {known})")
     pool = spec.pools[pool_name]
     mode = spec.bootstrap.mode
+    if manifest is None:
+        manifest = pool_manifest(spec, pool_name)
 
     identity = {"arch": pool.arch.value, "env": spec.name, "pool": pool_name}
     write_files: list[dict[str, Any]] = [
@@ -215,7 +271,12 @@ def render_user_data(spec: EnvSpec, pool_name: str) -> str:
     ]
     if mode == BootstrapMode.nginx:
         write_files.append(_file(NGINX_CONF_PATH, NGINX_DEFAULT_CONF, "0644"))
-    write_files.append(_file(BOOTSTRAP_SCRIPT_PATH, render_bootstrap_script(mode), "0755"))
+    # Compressed: EC2 takes 16 KB of user-data, and the manifest grows with the pinned families (the
+    # files are on the VM, and the script is `render_bootstrap_script`, to read).
+    content = manifest_content if manifest_content is not None else gz_b64(manifest.dumps())
+    write_files.append(_encoded(VMCONFIG_PATH, content, "0644"))
+    write_files.append(_encoded(HELPER_PATH, gz_b64(helper_source()), "0644"))
+    write_files.append(_encoded(BOOTSTRAP_SCRIPT_PATH, gz_b64(render_bootstrap_script(mode)), "0755"))
     runcmd: list[list[str]] = [["/bin/bash", BOOTSTRAP_SCRIPT_PATH]]
     if spec.provider.cloud is Cloud.gcp:
         # The sentinel reported through guest attributes, and the exec mailbox agent.
@@ -265,6 +326,10 @@ _Dumper.add_representer(_Literal, _literal_representer)
 
 def _file(path: str, content: str, permissions: str) -> dict[str, Any]:
     return {"path": path, "content": _Literal(content), "owner": "root:root", "permissions": permissions}
+
+
+def _encoded(path: str, content: str, permissions: str) -> dict[str, Any]:
+    return {"path": path, "content": content, "encoding": "gz+b64", "owner": "root:root", "permissions": permissions}
 
 
 def _plain_path(value: str) -> str:

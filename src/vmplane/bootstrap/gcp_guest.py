@@ -14,6 +14,7 @@ failed bootstrap can still be inspected through `vmplane exec`. JSON and base64 
 
 from __future__ import annotations
 
+from vmplane.bootstrap.vmconfig import BOOTSTRAP_LOG_PATH, FAILURE_LINES
 from vmplane.envspec.models import SENTINEL_PATH
 
 METADATA_URL = "http://metadata.google.internal/computeMetadata/v1"
@@ -33,8 +34,13 @@ REPORT_SCRIPT = f"""\
 set -uo pipefail
 SENTINEL_PATH="${{VMPLANE_SENTINEL_PATH:-{SENTINEL_PATH}}}"
 MD="${{VMPLANE_METADATA_URL:-{METADATA_URL}}}"
+LOG_PATH="${{VMPLANE_LOG_PATH:-{BOOTSTRAP_LOG_PATH}}}"
 if [[ ! -s "$SENTINEL_PATH" ]]; then
   echo "vmplane: no sentinel at $SENTINEL_PATH (bootstrap failed); not reporting ready" >&2
+  # What failed (e.g. the artifact the vmconfig helper found unpinned), for the control plane's error.
+  why="$({FAILURE_LINES.replace(BOOTSTRAP_LOG_PATH, '"$LOG_PATH"')})"
+  curl -s -f -X PUT -H 'Metadata-Flavor: Google' --data "${{why:-bootstrap failed}}" \
+    "$MD/instance/guest-attributes/vmplane/bootstrap-failed" || true
   exit 1
 fi
 for attempt in 1 2 3 4 5 6; do

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from vmplane.bootstrap import vmconfig
 from vmplane.cli.common import (
     DEFAULT_FILE,
     FileOpt,
@@ -52,6 +53,8 @@ def _tf_write(file: Path, out_dir: Path | None, out: Path | None, sandbox: bool,
     if upgrade and not any(is_managed(p) for p in stack.glob(f"{PREFIX}*.tf")):
         raise UsageError(f"{stack} has no vmplane-managed files to upgrade; run `vmplane tf generate` first")
     result = write(generate(spec, sandbox_endpoint(spec.provider.cloud) if sandbox else None), stack)
+    for problem in vmconfig.problems(spec, cmd.settings.home):  # written anyway: the copy may be edited
+        typer.echo(f"warning: {problem} (terraform plan fails until the copy pins it)", err=True)
     cache = _provider_cache(cmd.settings.home, spec.provider.cloud, stack, refresh=upgrade)
     if cmd.json:
         print_json({"dir": str(stack), **result.__dict__, "providerCache": cache})

@@ -93,16 +93,23 @@ class Context:
     notes: list[str] = field(default_factory=list)  # what the user must read (shown after an operation)
 
 
-def bootstrap_timed_out(ctx: Context, vms: list[VMRecord], timeout: float) -> DeadlineExceededError:
-    """Mark the VMs still bootstrapping as failed (saved) and say where to look; the caller raises it."""
+def bootstrap_timed_out(
+    ctx: Context, vms: list[VMRecord], timeout: float, reasons: dict[str, str] | None = None
+) -> DeadlineExceededError:
+    """Mark the VMs still bootstrapping as failed (saved) and say where to look; the caller raises it.
+    `reasons`: per VM name, the bootstrap log's failure lines the last sentinel check printed (e.g. the
+    artifact that was unpinned or failed its checksum)."""
     late = [v.Name for v in vms if v.State is VMState.bootstrap]
+    logged = reasons or {}
+    why = "; ".join(f"{name}: {' / '.join(logged[name].splitlines())}" for name in late if logged.get(name))
     for v in vms:
         if v.State is VMState.bootstrap:
             v.State = VMState.failed
     ctx.save()
     return DeadlineExceededError(
         f"bootstrap sentinel not seen within {timeout}s on {', '.join(late)}; "
-        "see /var/log/vmplane-bootstrap.log on the VM (vmplane exec)"
+        + (f"the bootstrap logged: {why}; " if why else "")
+        + "see /var/log/vmplane-bootstrap.log on the VM (vmplane exec)"
     )
 
 

@@ -66,6 +66,8 @@ RULES: list[tuple[str, Impact]] = [
     ("pools.*.schedule.*", Impact.cloud),
     ("pools.*", Impact.cloud),  # a pool added or removed
     ("bootstrap.mode", Impact.vm),  # rendered into user-data
+    # Not a spec field: the current vmconfig manifest of a (kind, arch) a pool uses, also in user-data.
+    ("vmconfig.*.*", Impact.vm),
     ("bootstrap.timeoutSeconds", Impact.cloud),
     ("tags", Impact.cloud),
     ("tags.*", Impact.cloud),

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from vmplane.bootstrap import vmconfig
 from vmplane.clouds.registry import driver_for
 from vmplane.cost.delta import plan_cost
 from vmplane.envspec.impact import CONSEQUENCE, Change, Impact, diff
@@ -54,9 +55,10 @@ def plan_apply(settings: Settings, spec: EnvSpec, target: Target) -> ApplyPlan:
         row = jobs.find_current_job(s, spec.org, spec.name)
         job = jobs.view(row) if row is not None else None
     fresh = provision_plan(driver_for(target), spec, InfraConfig(), target.describe())
+    fresh.notes.extend(unpinned_notes(spec, target))
     if job is None:
         return ApplyPlan(Decision.new, fresh, None)
-    same = job.config["spec"] == jobs.spec_json(spec)
+    same = job.config["spec"] == jobs.spec_json(spec) and not manifest_changes(job, spec)
     if job.status in (JobStatus.deleting, JobStatus.delete_failed):
         raise JobConflictError(
             f"environment {spec.name} is being destroyed by {job.id} ({job.status}); finish that first"
@@ -82,7 +84,7 @@ def plan_apply(settings: Settings, spec: EnvSpec, target: Target) -> ApplyPlan:
 
 def plan_update(spec: EnvSpec, target: Target, job: JobView) -> ApplyPlan:
     """An applied environment and a changed file: every change classified by its impact."""
-    changes = diff(job.config["spec"], jobs.spec_json(spec))
+    changes = diff(job.config["spec"], jobs.spec_json(spec)) + manifest_changes(job, spec)
     refusals: list[str] = []
     for c in changes:
         if c.impact is Impact.identity:
@@ -104,8 +106,32 @@ def plan_update(spec: EnvSpec, target: Target, job: JobView) -> ApplyPlan:
     headline = "Update: " + ", ".join(f"{n} {impact}" for impact, n in sorted(counts.items())) + " change(s)."
     plan = Plan(PlanKind.update, spec.name, target.describe(), steps, [], notes=[], headline=headline)
     plan.notes.append(f"updates job {job.id}: every step reconciles the environment with the file")
+    plan.notes.extend(unpinned_notes(spec, target))
     plan.cost = plan_cost(job.spec, spec)
     return ApplyPlan(Decision.refused if refusals else Decision.update, plan, job, changes, refusals)
+
+
+def unpinned_notes(spec: EnvSpec, target: Target) -> list[str]:
+    """What stepValidate will say of unpinned vmconfig artifacts: a warning on the sandbox, a refusal elsewhere."""
+    if target.sandbox:
+        return vmconfig.sandbox_notes(spec)
+    return [f"stepValidate will refuse: {p}" for p in vmconfig.problems(spec)]
+
+
+def manifest_changes(job: JobView, spec: EnvSpec) -> list[Change]:
+    """The pools' current vmconfig manifests against those recorded at the last apply, one `vm` change
+    per manifest file (`vmconfig.<kind>.<arch>`). A job recorded before manifests existed shows none."""
+    before: dict[str, dict[str, str]] = job.config.get("vmconfig") or {}
+    if not before:
+        return []
+    changed: dict[str, tuple[str | None, str]] = {}
+    for pool, now in vmconfig.record(spec).items():
+        old = before.get(pool)
+        # A pool moved to another file (bootstrap.mode, arch) shows as that field's change already.
+        if old is not None and old["file"] == now["file"] and old["digest"] != now["digest"]:
+            path = "vmconfig." + now["file"].removeprefix("vmplane.env.vmconfig.").removesuffix(".json")
+            changed[path] = (old["digest"][:12], now["digest"][:12])
+    return [Change(path, old, new, Impact.vm) for path, (old, new) in sorted(changed.items())]
 
 
 def begin_update(
@@ -114,7 +140,14 @@ def begin_update(
     params = {"changes": [c.path for c in ap.changes]}
     with transaction(settings.db_url) as s:
         return jobs.begin_operation(
-            s, job.id, "update", params, ap.plan.steps, spec=spec, expected_version=expected_version
+            s,
+            job.id,
+            "update",
+            params,
+            ap.plan.steps,
+            spec=spec,
+            config_updates={"vmconfig": vmconfig.record(spec)},  # what the update's launch templates render
+            expected_version=expected_version,
         )
 
 

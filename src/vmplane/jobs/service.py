@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from vmplane.bootstrap import vmconfig
 from vmplane.cost.estimate import estimate
 from vmplane.cost.history import new_ledger
 from vmplane.envspec.models import EnvSpec, spec_json
@@ -112,6 +113,7 @@ def create_job(session: Session, spec: EnvSpec, target: Target, step_names: list
             "target": target.model_dump(mode="json"),
             "costEstimate": estimate(spec).to_json(),
             "costLedger": new_ledger(),
+            "vmconfig": vmconfig.record(spec),
         },
         steps=[dump_step(StepRecord(name=n)) for n in step_names],
         teardown_steps=[],
@@ -184,7 +186,12 @@ def begin_operation(
 def replace_spec(session: Session, job_id: str, spec: EnvSpec, step_names: list[str]) -> JobRow:
     """A failed job may take a corrected file: every step runs again (each reconciles what exists)."""
     row = get_row(session, job_id)
-    row.config = {**row.config, "spec": spec_json(spec), "costEstimate": estimate(spec).to_json()}
+    row.config = {
+        **row.config,
+        "spec": spec_json(spec),
+        "costEstimate": estimate(spec).to_json(),
+        "vmconfig": vmconfig.record(spec),
+    }
     row.steps = [dump_step(StepRecord(name=n)) for n in step_names]
     row.status = JobStatus.pending.value
     touch(row)

@@ -17,6 +17,7 @@ from typing import TypeVar
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.exc import StaleDataError
 
+from vmplane.bootstrap import vmconfig
 from vmplane.clouds.base import API_CALLS, CloudDriver, Context, Tagger
 from vmplane.clouds.errors import UnsupportedError
 from vmplane.clouds.registry import driver_for
@@ -46,6 +47,13 @@ class StepFailedError(VmplaneError):
 
 def _validate(driver: CloudDriver, ctx: Context, job: JobView) -> None:
     problems = driver.validate(ctx.spec)
+    # Every cloud's: a pool whose family or NGINX image is unpinned would fail closed at boot. Nothing
+    # boots on the sandbox, so there the log says what a real VM would lack and the apply goes on.
+    if job.target.sandbox:
+        for note in vmconfig.sandbox_notes(ctx.spec):
+            ctx.log(note)
+    else:
+        problems += vmconfig.problems(ctx.spec)
     if problems:
         raise UnsupportedError("; ".join(problems), code="Unsupported")
     driver.preflight(ctx)

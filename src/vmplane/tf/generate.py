@@ -16,6 +16,7 @@ import vmplane
 from vmplane.envspec.models import EnvSpec, spec_json
 from vmplane.envspec.schema import SCHEMA_FILENAME, env_json_schema
 from vmplane.errors import UsageError
+from vmplane.tf import vmconfig_files
 from vmplane.tf.hcl import Item, render
 from vmplane.tf.inputs import input_files
 from vmplane.tf.stacks import STACKS
@@ -57,11 +58,14 @@ def generate(spec: EnvSpec, sandbox_endpoint: str | None = None) -> dict[str, st
         tf["sandbox_override.tf"] = stack.sandbox_override(spec, sandbox_endpoint)
     files = {f"{PREFIX}{name}": HEADER + render(items) for name, items in tf.items()}
     files[SCHEMA_FILENAME] = json.dumps(env_json_schema(), indent=2, sort_keys=True) + "\n"
+    files.update(vmconfig_files.copies(spec))  # the pools' manifests, read by the user-data
     return dict(sorted(files.items()))
 
 
 def is_managed(path: Path) -> bool:
     """A file vmplane owns: one of its names, starting with its header (else it is the user's)."""
+    if vmconfig_files.is_copy(path):
+        return True  # a manifest copy: JSON has no header; generating again replaces it
     if not (path.name.startswith(PREFIX) and path.name.endswith(".tf")) and path.name != SCHEMA_FILENAME:
         return False
     if path.name == SCHEMA_FILENAME:

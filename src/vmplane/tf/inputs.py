@@ -15,6 +15,7 @@ from typing import Any, Literal
 from vmplane.bootstrap.cloudinit import render_user_data
 from vmplane.envspec.impact import USER_KEYED, Impact, classify
 from vmplane.envspec.models import EnvSpec
+from vmplane.tf import vmconfig_files
 from vmplane.tf.hcl import Block, Comment, Expr, Heredoc, Item
 
 SKIP = {"$schema"}  # editor hint: no effect on any resource
@@ -73,8 +74,13 @@ def split(spec_doc: dict[str, Any]) -> dict[Impact, dict[str, Any]]:
 def input_files(spec: EnvSpec, spec_doc: dict[str, Any], notes: InputNotes = AWS_NOTES) -> dict[str, list[Item]]:
     groups = split(spec_doc)
     vm = dict(groups[Impact.vm])
-    # The rendered user-data is a VM input too: it is what a pool's VMs boot with.
-    vm["userData"] = {pool: Heredoc(render_user_data(spec, pool), "USERDATA") for pool in sorted(spec.pools)}
+    # The rendered user-data is a VM input too: it is what a pool's VMs boot with. Its manifest is read
+    # from the copy beside the stack (`local.user_data`), so editing the copy changes the templates.
+    vm["userData"] = {
+        pool: Heredoc(render_user_data(spec, pool, manifest_content=vmconfig_files.PLACEHOLDER), "USERDATA")
+        for pool in sorted(spec.pools)
+    }
+    vm["vmconfig"] = vmconfig_files.pool_inputs(spec)
     return {
         "inputs.runtime.tf": [
             Comment(notes.runtime),
@@ -127,3 +133,4 @@ def pool_locals(loc: Block) -> None:
         "asg_pools",
         Expr('{ for name, p in local.identity.pools : name => local.cloud.pools[name] if p.mode == "asg" }'),
     )
+    vmconfig_files.add_locals(loc)

@@ -192,6 +192,7 @@ def wait_bootstrapped(aws: AwsClients, ctx: Context) -> None:
     """Poll the sentinel through the exec channel until every VM is ready, or fail at the deadline."""
     infra = ctx.infra
     timeout = ctx.spec.bootstrap.timeout_seconds
+    reasons: dict[str, str] = {}  # what a failed check printed: the bootstrap's failure lines
 
     def all_ready() -> bool | None:
         waiting = [v for v in infra.VMs if v.ID and v.State == VMState.bootstrap]
@@ -212,6 +213,8 @@ def wait_bootstrapped(aws: AwsClients, ctx: Context) -> None:
             r = by_id.get(vm.ID or "")
             if r is not None and r.ok:
                 vm.State = VMState.ready
+            elif r is not None and r.stdout.strip():
+                reasons[vm.Name] = r.stdout.strip()[-1000:]
         ctx.save()
         return None if any(v.State == VMState.bootstrap for v in infra.VMs) else True
 
@@ -219,5 +222,5 @@ def wait_bootstrapped(aws: AwsClients, ctx: Context) -> None:
         # Each check is a Run Command: looser than a describe's wait, still within a quarter of the boot.
         poll(all_ready, what="the bootstrap sentinel", timeout=timeout, first=1.0, factor=1.5, cap=10, late=0.25)
     except DeadlineExceededError as err:
-        raise bootstrap_timed_out(ctx, infra.VMs, timeout) from err
+        raise bootstrap_timed_out(ctx, infra.VMs, timeout, reasons) from err
     ctx.log(f"{sum(v.State == VMState.ready for v in infra.VMs)} VMs ready (sentinel seen)")

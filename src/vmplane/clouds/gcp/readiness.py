@@ -16,6 +16,7 @@ from vmplane.state import VMRecord, VMState
 NAMESPACE = "vmplane"
 BOOTSTRAP_KEY = "bootstrap"
 SIMULATED_KEY = "simulated"
+FAILED_KEY = "bootstrap-failed"  # what the guest's bootstrap logged when it wrote no sentinel
 POLL_FIRST, POLL_FACTOR, POLL_CAP = 2.0, 1.5, 15.0
 SIMULATED_NOTE = "sandbox: the sentinel was written by the sandbox's simulated guest; no VM booted"
 
@@ -46,6 +47,7 @@ def wait_bootstrapped(gcp: GcpClients, ctx: Context, recs: list[VMRecord] | None
     vms = ctx.infra.VMs if recs is None else recs
     timeout = ctx.spec.bootstrap.timeout_seconds
     simulated: list[str] = []
+    reasons: dict[str, str] = {}
 
     def all_ready() -> bool | None:
         for vm in [v for v in vms if v.ID and v.AZ and v.State is VMState.bootstrap]:
@@ -54,6 +56,8 @@ def wait_bootstrapped(gcp: GcpClients, ctx: Context, recs: list[VMRecord] | None
                 vm.State = VMState.ready
                 if attrs.get(f"{NAMESPACE}/{SIMULATED_KEY}") == "true":
                     simulated.append(vm.Name)
+            elif why := attrs.get(f"{NAMESPACE}/{FAILED_KEY}"):
+                reasons[vm.Name] = why[-1000:]
         ctx.save()
         return None if any(v.State is VMState.bootstrap for v in vms) else True
 
@@ -68,7 +72,7 @@ def wait_bootstrapped(gcp: GcpClients, ctx: Context, recs: list[VMRecord] | None
             late=None,  # Google allows 10 guest-attribute queries a minute per VM: the backoff alone
         )
     except DeadlineExceededError as err:
-        raise bootstrap_timed_out(ctx, vms, timeout) from err
+        raise bootstrap_timed_out(ctx, vms, timeout, reasons) from err
     if simulated:
         ctx.log(f"{SIMULATED_NOTE} ({', '.join(simulated)})")
     ctx.log(f"{sum(v.State is VMState.ready for v in vms)} VMs ready (sentinel seen in guest attributes)")

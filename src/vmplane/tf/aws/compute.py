@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from vmplane.envspec.models import EnvSpec
+from vmplane.tf import vmconfig_files
 from vmplane.tf.aws.common import BASE, OWNER, E, tag_map
 from vmplane.tf.aws.network import egress_all, ingress
 from vmplane.tf.hcl import Block, Comment, Item
@@ -59,7 +60,7 @@ def compute(spec: EnvSpec) -> list[Item]:
     lt.attr("name", E(f'"{BASE}-${{each.key}}"'))
     lt.attr("image_id", E("local.image_ids[each.key]"))
     lt.attr("instance_type", E("each.value.instanceType"))
-    lt.attr("user_data", E("base64encode(local.vm.userData[each.key])"))
+    lt.attr("user_data", E("base64encode(local.user_data[each.key])"))
     lt.attr("vpc_security_group_ids", E("[aws_security_group.vm.id]"))
     lt.attr("update_default_version", True)
     lt.block("iam_instance_profile").attr("arn", E("aws_iam_instance_profile.vm.arn"))
@@ -72,6 +73,7 @@ def compute(spec: EnvSpec) -> list[Item]:
         spec_block = lt.block("tag_specifications").attr("resource_type", rtype)
         spec_block.attr("tags", E(f'merge(local.tags, {{ (local.role_key) = "{role}" }})'))
     lt.attr("tags", tag_map("launch-template", f'"{BASE}-${{each.key}}"'))
+    vmconfig_files.precondition(lt.block("lifecycle"))
     out.append(lt)
     out.append(_ami_data())
     if any(p.mode == "fixed" for p in spec.pools.values()):

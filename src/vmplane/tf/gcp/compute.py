@@ -8,6 +8,7 @@ Shielded VM, the environment's own service account.
 from __future__ import annotations
 
 from vmplane.envspec.models import EnvSpec
+from vmplane.tf import vmconfig_files
 from vmplane.tf.gcp import schedules
 from vmplane.tf.gcp.common import BASE, OWNER, E, description, labels
 from vmplane.tf.hcl import Block, Comment, Item, Value
@@ -53,13 +54,13 @@ def compute(spec: EnvSpec) -> list[Item]:
     tmpl.attr("machine_type", E("each.value.instanceType"))
     tmpl.attr("tags", E("[local.vm_tag]"))
     tmpl.attr("labels", labels("vm"))
-    tmpl.attr("metadata", metadata("local.vm.userData[each.key]"))
+    tmpl.attr("metadata", metadata("local.user_data[each.key]"))
     disk = tmpl.block("disk")
     disk.attr("source_image", E("local.images[each.key]")).attr("disk_size_gb", E("each.value.diskGb"))
     disk.attr("disk_type", "pd-balanced").attr("boot", True).attr("auto_delete", True)
     disk.attr("labels", labels("volume"))
     _harden(tmpl)
-    tmpl.block("lifecycle").attr("create_before_destroy", True)
+    vmconfig_files.precondition(tmpl.block("lifecycle").attr("create_before_destroy", True))
     out.append(tmpl)
     if schedules.fixed_scheduled(spec) or schedules.asg_scheduled(spec):
         out.append(schedules.schedule_locals())
@@ -82,7 +83,7 @@ def _fixed(lb: bool, scheduled: bool) -> list[Item]:
     inst.attr("machine_type", E("local.vm.pools[each.value.pool].instanceType"))
     inst.attr("tags", E("[local.vm_tag]"))
     inst.attr("labels", labels("vm"))
-    inst.attr("metadata", metadata("local.vm.userData[each.value.pool]"))
+    inst.attr("metadata", metadata("local.user_data[each.value.pool]"))
     boot = inst.block("boot_disk").attr("auto_delete", True)
     init = boot.block("initialize_params")
     init.attr("image", E("local.images[each.value.pool]"))
