@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.helpers import SESSION_GCP_PORTS, Cli, Sandbox, free_port
+from tests.helpers import SESSION_GCP_PORTS, Cli, Sandbox, free_port, terraform_env
 
 
 def _start_rank(item: pytest.Item) -> int:
@@ -54,3 +54,12 @@ def postgres_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         pytest.skip(str(stop))
     yield url
     subprocess.run(stop, capture_output=True, check=False)
+
+
+@pytest.fixture
+def tf_env(tmp_path: Path) -> dict[str, str]:
+    """Environment for running terraform against this machine's provider mirror (skips without one)."""
+    env, why = terraform_env(tmp_path)
+    if env is None:
+        pytest.skip(why)
+    return env

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from tests.helpers import Cli, Sandbox, terraform_env, write_env
+from tests.helpers import Cli, Sandbox, write_env
 from tests.integration.test_apply_destroy import job_resources
 from tests.integration.test_load_balancer import lb_parts
 from tests.integration.test_vmconfig_terraform import pin_vmconfig
@@ -22,14 +22,6 @@ def tf(env: dict[str, str], cwd: Path, *args: str, timeout: float = 600) -> subp
         f"terraform {' '.join(args)}: exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     )
     return proc
-
-
-@pytest.fixture
-def tf_env(tmp_path: Path) -> dict[str, str]:
-    env, why = terraform_env(tmp_path)
-    if env is None:
-        pytest.skip(why)
-    return env
 
 
 def sg_rules(sb: Sandbox, job_id: str) -> int:

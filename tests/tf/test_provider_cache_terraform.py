@@ -13,20 +13,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from tests.helpers import EXAMPLES, Cli, free_port, terraform_env, write_env
+from tests.helpers import EXAMPLES, Cli, free_port, write_env
 
 from vmplane.deps import tf_cache
 from vmplane.tf.aws.common import PROVIDER_VERSION
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def tf_env(tmp_path: Path) -> dict[str, str]:
-    env, why = terraform_env(tmp_path)
-    if env is None:
-        pytest.skip(why)
-    return env
 
 
 @pytest.fixture

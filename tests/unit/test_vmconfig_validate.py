@@ -129,3 +129,19 @@ def test_bootstrap_timeout_names_what_the_bootstrap_logged() -> None:
         in str(err)
     )
     assert vms[0].State is VMState.failed
+
+
+def test_a_job_renders_the_manifest_it_recorded_not_a_newer_current_one(home: Path) -> None:
+    """A `deps download` while a job runs (or before its resume) must not change what its VMs boot with:
+    only an update adopts the new manifest."""
+    s = spec("debian-12")
+    recorded = vmconfig.recorded_digests({"vmconfig": vmconfig.record(s)})
+    first = cache.current(home, BootstrapMode.nginx, Arch.amd64)
+    assert recorded == {"web": first.digest()}
+    newer = manifest(images={"nginx": NGINX}).model_copy(update={"generated_at": datetime(2026, 12, 2, tzinfo=UTC)})
+    cache.save(home, newer)
+    assert vmconfig.pool_manifest(s, "web") == newer
+    assert vmconfig.job_manifest(s, "web", recorded) == first
+    assert vmconfig.job_manifest(s, "web", {}) == newer  # a job recorded before manifests existed
+    assert vmconfig.job_manifest(s, "web", {"web": "0" * 64}) == newer  # gone from the cache: the current one
+    assert vmconfig.recorded_digests({}) == {} and vmconfig.recorded_digests({"vmconfig": None}) == {}

@@ -35,6 +35,27 @@ def pool_manifest(spec: EnvSpec, pool_name: str, home: Path | None = None) -> Ma
     return cache.current(home if home is not None else default_home(), spec.bootstrap.mode, pool.arch)
 
 
+def job_manifest(spec: EnvSpec, pool_name: str, recorded: dict[str, str], home: Path | None = None) -> Manifest:
+    """The manifest a job's VMs of `pool_name` boot with: the one the job recorded (`recorded`: pool ->
+    digest), so a `deps download` during an apply or before a resume changes nothing until an update
+    adopts it; the current one when the job recorded none or the cache no longer has it."""
+    digest = recorded.get(pool_name)
+    if digest:
+        pool = spec.pools[pool_name]
+        found = cache.by_digest(home if home is not None else default_home(), spec.bootstrap.mode, pool.arch, digest)
+        if found is not None:
+            return found
+    return pool_manifest(spec, pool_name, home)
+
+
+def recorded_digests(config: dict[str, object]) -> dict[str, str]:
+    """pool -> digest from a job config's `vmconfig` record (see `record`)."""
+    rec = config.get("vmconfig")
+    if not isinstance(rec, dict):
+        return {}
+    return {pool: str(v["digest"]) for pool, v in rec.items() if isinstance(v, dict) and "digest" in v}
+
+
 def helper_source() -> str:
     return resources.files("vmplane.bootstrap").joinpath("vmconfig_helper.py").read_text(encoding="utf-8")
 

@@ -91,6 +91,8 @@ class Context:
     # Blocks until the steps this one needs have ended (raises if one failed): see `early_steps`.
     wait_inputs: Callable[[], None] = lambda: None
     notes: list[str] = field(default_factory=list)  # what the user must read (shown after an operation)
+    # pool -> digest of the vmconfig manifest the job recorded: what its user-data renders.
+    vmconfig: dict[str, str] = field(default_factory=dict)
 
 
 def bootstrap_timed_out(

@@ -87,6 +87,15 @@ def current(home: Path, kind: BootstrapMode, arch: Arch) -> Manifest:
     )
 
 
+def by_digest(home: Path, kind: BootstrapMode, arch: Arch, digest: str) -> Manifest | None:
+    """The manifest with this digest (one a job recorded), cached or shipped; None when neither has it."""
+    for path in reversed(saved(home, kind, arch)):
+        if digest[:12] in path.name and (found := load(path)).digest() == digest:
+            return found
+    shipped = builtin(kind, arch)
+    return shipped if shipped is not None and shipped.digest() == digest else None
+
+
 def builtin(kind: BootstrapMode, arch: Arch) -> Manifest | None:
     """The manifest shipped in the package for this kind and architecture, if there is one."""
     ref = resources.files("vmplane.deps").joinpath("builtin", filename(kind, arch))

@@ -288,6 +288,7 @@ def _execute(
         log=note,
         reached=reached,
         wait_inputs=hooks.wait_inputs if hooks is not None else lambda: None,
+        vmconfig=vmconfig.recorded_digests(job.config),
     )
     tally: Counter[str] = Counter()
     token = API_CALLS.set(tally)

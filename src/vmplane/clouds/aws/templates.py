@@ -7,6 +7,7 @@ from functools import partial
 from typing import Any
 
 from vmplane.bootstrap.cloudinit import render_user_data
+from vmplane.bootstrap.vmconfig import job_manifest
 from vmplane.clouds import deletes
 from vmplane.clouds.aws import naming
 from vmplane.clouds.aws.errors import aws_call
@@ -21,7 +22,7 @@ def launch_template_data(ctx: Context, pool_name: str) -> dict[str, Any]:
     spec, infra, t = ctx.spec, ctx.infra, ctx.tagger
     pool = spec.pools[pool_name]
     image = aws_ids(infra).Images[pool_name]
-    user_data = render_user_data(spec, pool_name)
+    user_data = render_user_data(spec, pool_name, job_manifest(spec, pool_name, ctx.vmconfig))
     return {
         "ImageId": image.ImageID,
         "InstanceType": pool.instance_type,

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from vmplane.bootstrap.cloudinit import render_user_data
+from vmplane.bootstrap.vmconfig import job_manifest
 from vmplane.clouds.base import Context
 from vmplane.clouds.errors import ConflictError
 from vmplane.clouds.gcp import naming, ownership
@@ -49,7 +50,10 @@ def desired_properties(gcp: GcpClients, ctx: Context, pool_name: str) -> Any:
     # aliases) and records it; resolved here only when nothing did.
     image = ids.Images.get(pool_name) or resolve_image(gcp, pool.image)
     ids.Images = {**ids.Images, pool_name: image}
-    metadata = {"user-data": render_user_data(spec, pool_name), **FIXED_METADATA}
+    metadata = {
+        "user-data": render_user_data(spec, pool_name, job_manifest(spec, pool_name, ctx.vmconfig)),
+        **FIXED_METADATA,
+    }
     return c.InstanceProperties(
         # The tag set on every VM made from it, MIG members included (what teardown's scan reads).
         description=ownership.description(ctx.tagger, "vm"),
