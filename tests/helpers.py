@@ -229,7 +229,8 @@ def terraform_env(tmp_path: Path) -> tuple[dict[str, str] | None, str]:
         '  direct {\n    exclude = ["registry.terraform.io/*/*"]\n  }\n'
         "}\n"
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "TF_"))}
+    # VMPLANE_*: a session fixture may have set VMPLANE_HOME in this process; it must not override a Cli's home.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "TF_", "VMPLANE_"))}
     env.update(TF_CLI_CONFIG_FILE=str(rc), TF_IN_AUTOMATION="1", CHECKPOINT_DISABLE="1")
     return env, ""
 

@@ -91,6 +91,9 @@ def test_one_apply_and_destroy_in_metrics_logs_and_traces(observed: tuple[Any, i
     with TestClient(create_app(settings, run_workflows=True)) as c:
         assert c.get("/metrics").status_code == 401
         assert c.get("/metrics", headers=auth).status_code == 401  # an org's admin token sees no other org
+        metrics_auth = {"Authorization": f"Bearer {METRICS_TOKEN}"}
+        # The registry is the process's: other tests in this process counted steps and calls before.
+        before = c.get("/metrics", headers=metrics_auth).text
         r = c.post("/provisioning-jobs", params={"sandbox": "true"}, json=doc, headers=auth)
         assert r.status_code == 201, r.text
         job_id = r.json()["id"]
@@ -99,9 +102,9 @@ def test_one_apply_and_destroy_in_metrics_logs_and_traces(observed: tuple[Any, i
         assert _wait(c, job_id, auth, "deleted", "delete_failed")["status"] == "deleted"
         # Whatever the code logs is redacted, even a line that names the secrets outright.
         logs.get("vmplane.test").warning("planted: %s %s %s", api_token, RUNTIME_SECRET, PLANTED["AWS_SESSION_TOKEN"])
-        scraped = c.get("/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"})
+        scraped = c.get("/metrics", headers=metrics_auth)
     assert scraped.status_code == 200 and scraped.headers["content-type"].startswith("text/plain")
-    _check_metrics(scraped.text, job_id)
+    _check_metrics(before, scraped.text, job_id)
     _check_logs(stream.getvalue(), job_id, [api_token, METRICS_TOKEN, RUNTIME_SECRET, *PLANTED.values()])
     _check_traces(exporter.get_finished_spans(), job_id)
 
@@ -115,17 +118,19 @@ def _sample(text: str, name: str, **labels: str) -> float:
     return total
 
 
-def _check_metrics(text: str, job_id: str) -> None:
+def _check_metrics(before: str, text: str, job_id: str) -> None:
+    def added(name: str, **labels: str) -> float:
+        return _sample(text, name, **labels) - _sample(before, name, **labels)
+
+    # Gauges read this test's own store; counters and histograms are the process's, so their increase counts.
     assert _sample(text, "vmplane_jobs", status="deleted") == 1
     assert _sample(text, "vmplane_jobs", status="running") == 0
     for step in PROVISION:
-        assert (
-            _sample(text, "vmplane_step_duration_seconds_count", step=step, phase="provision", outcome="succeeded") == 1
-        )
-    assert _sample(text, "vmplane_step_duration_seconds_count", step="stepDeleteNetwork", phase="teardown") == 1
+        assert added("vmplane_step_duration_seconds_count", step=step, phase="provision", outcome="succeeded") == 1
+    assert added("vmplane_step_duration_seconds_count", step="stepDeleteNetwork", phase="teardown") == 1
     ok = dict(cloud="aws", service="ec2", outcome="ok")
-    assert _sample(text, "vmplane_cloud_api_calls_total", operation="CreateVpc", **ok) == 1
-    assert _sample(text, "vmplane_cloud_api_calls_total", operation="DeleteVpc", **ok) == 1
+    assert added("vmplane_cloud_api_calls_total", operation="CreateVpc", **ok) == 1
+    assert added("vmplane_cloud_api_calls_total", operation="DeleteVpc", **ok) == 1
     assert re.search(r"^vmplane_queue_depth 0\.0$", text, re.M)
     # No org, environment or job id in any label.
     assert "acme" not in text and "obs-flow" not in text and job_id not in text
