@@ -17,6 +17,7 @@ from vmplane.state import VMState
 WHY = "vmconfig: unpinned: family ubuntu-24.04 (ubuntu 24.04): archive.ubuntu.com timed out"
 
 
+@pytest.mark.slow  # waits out a readiness deadline
 @pytest.mark.usefixtures("guest_off")
 def test_timeout_names_what_the_failed_bootstrap_logged(sandbox: Sandbox) -> None:
     env = make_env(sandbox, {"web": {"mode": "fixed", "size": 1}})

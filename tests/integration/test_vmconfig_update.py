@@ -24,6 +24,7 @@ def manifest(why: str) -> Manifest:
 
 
 @pytest.mark.sandbox
+@pytest.mark.slow
 def test_manifest_change_is_a_vm_change_and_update_flags_vms_outdated(cli: Cli, sandbox: Sandbox, tmp_path) -> None:
     a = manifest("manifest A: nothing reachable")
     cache.save(cli.home, a)

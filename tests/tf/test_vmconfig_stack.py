@@ -104,6 +104,7 @@ ENTRY = (
 )
 
 
+@pytest.mark.slow
 def test_terraform_validates_and_an_edited_copy_changes_the_user_data(home: Path, tmp_path: Path) -> None:
     env, why = terraform_env(tmp_path)
     if env is None:
