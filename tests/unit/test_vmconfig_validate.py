@@ -145,3 +145,16 @@ def test_a_job_renders_the_manifest_it_recorded_not_a_newer_current_one(home: Pa
     assert vmconfig.job_manifest(s, "web", {}) == newer  # a job recorded before manifests existed
     assert vmconfig.job_manifest(s, "web", {"web": "0" * 64}) == newer  # gone from the cache: the current one
     assert vmconfig.recorded_digests({}) == {} and vmconfig.recorded_digests({"vmconfig": None}) == {}
+
+
+def test_validation_judges_the_manifest_the_job_recorded(home: Path) -> None:
+    """stepValidate checks what the VMs will render: a newer current manifest that pins the image does
+    not hide that the job's recorded one does not."""
+    s = spec("debian-12")
+    recorded = vmconfig.recorded_digests({"vmconfig": vmconfig.record(s)})
+    cache.save(
+        home, manifest(images={"nginx": NGINX}).model_copy(update={"generated_at": datetime(2026, 12, 2, tzinfo=UTC)})
+    )
+    assert vmconfig.problems(s) == []  # the current one pins everything
+    [problem] = vmconfig.problems(s, recorded=recorded)
+    assert "nginx image: registry-1.docker.io unreachable" in problem

@@ -80,11 +80,12 @@ class Unpinned:
         )
 
 
-def unpinned(spec: EnvSpec, home: Path | None = None) -> list[Unpinned]:
-    """Pools whose VMs would find their family (known from an image alias) or the NGINX image unpinned."""
+def unpinned(spec: EnvSpec, home: Path | None = None, recorded: dict[str, str] | None = None) -> list[Unpinned]:
+    """Pools whose VMs would find their family (known from an image alias) or the NGINX image unpinned, in
+    the manifest they boot with (`job_manifest`: the job's recorded one, else the current one)."""
     out = []
     for name in sorted(spec.pools):
-        manifest = pool_manifest(spec, name, home)
+        manifest = job_manifest(spec, name, recorded or {}, home)
         missing = manifest.missing(family_of_image(spec.pools[name].image))
         if missing:
             out.append(Unpinned(name, manifest, missing))
@@ -101,10 +102,10 @@ def record(spec: EnvSpec, home: Path | None = None) -> dict[str, dict[str, str]]
     return out
 
 
-def problems(spec: EnvSpec, home: Path | None = None) -> list[str]:
-    return [u.message() for u in unpinned(spec, home)]
+def problems(spec: EnvSpec, home: Path | None = None, recorded: dict[str, str] | None = None) -> list[str]:
+    return [u.message() for u in unpinned(spec, home, recorded)]
 
 
-def sandbox_notes(spec: EnvSpec, home: Path | None = None) -> list[str]:
+def sandbox_notes(spec: EnvSpec, home: Path | None = None, recorded: dict[str, str] | None = None) -> list[str]:
     """What the sandbox's log says instead of refusing: nothing boots there, so the apply goes on."""
-    return [f"sandbox: a real VM would fail closed here: {u.message()}" for u in unpinned(spec, home)]
+    return [f"sandbox: a real VM would fail closed here: {u.message()}" for u in unpinned(spec, home, recorded)]

@@ -50,10 +50,10 @@ def _validate(driver: CloudDriver, ctx: Context, job: JobView) -> None:
     # Every cloud's: a pool whose family or NGINX image is unpinned would fail closed at boot. Nothing
     # boots on the sandbox, so there the log says what a real VM would lack and the apply goes on.
     if job.target.sandbox:
-        for note in vmconfig.sandbox_notes(ctx.spec):
+        for note in vmconfig.sandbox_notes(ctx.spec, recorded=ctx.vmconfig):
             ctx.log(note)
     else:
-        problems += vmconfig.problems(ctx.spec)
+        problems += vmconfig.problems(ctx.spec, recorded=ctx.vmconfig)  # what the VMs will render
     if problems:
         raise UnsupportedError("; ".join(problems), code="Unsupported")
     driver.preflight(ctx)
