@@ -22,6 +22,8 @@ class Target(BaseModel):
     project: str | None = None  # Google Cloud project
     endpoint_url: str | None = None  # the sandbox's; None for the real cloud
     api_endpoint: str | None = None  # Proxmox VE API (the cloud itself, not a sandbox)
+    ca_file: str | None = None  # Proxmox: the CA that signed the API's certificate (None: the system store)
+    verify_tls: bool = True  # Proxmox: False only for a lab the user said not to verify
 
     @property
     def sandbox(self) -> bool:
@@ -40,7 +42,9 @@ class Target(BaseModel):
             case GcpProvider():
                 return base.model_copy(update={"project": p.project})
             case ProxmoxProvider():
-                return base.model_copy(update={"api_endpoint": p.endpoint})
+                return base.model_copy(
+                    update={"api_endpoint": p.endpoint, "ca_file": p.ca_file, "verify_tls": p.verify_tls}
+                )
             case AzureProvider():
                 return base
 

@@ -28,13 +28,33 @@ def _gcp(target: Target) -> CloudDriver:
     return GcpDriver(GcpTarget(project=target.project or "", region=target.region, endpoint_url=target.endpoint_url))
 
 
+def _proxmox(target: Target) -> CloudDriver:
+    from vmplane.clouds.proxmox.driver import ProxmoxDriver
+    from vmplane.clouds.proxmox.session import PveTarget
+
+    if target.sandbox:
+        raise UnsupportedError(
+            "the sandbox emulates AWS and Google Cloud only; a Proxmox environment needs a Proxmox VE API "
+            "(provider.endpoint)"
+        )
+    nodes = tuple(n for n in target.region.split(",") if n)
+    return ProxmoxDriver(
+        PveTarget(endpoint=target.api_endpoint or "", nodes=nodes, ca_file=target.ca_file, verify_tls=target.verify_tls)
+    )
+
+
 def _azure(target: Target) -> CloudDriver:
     from vmplane.clouds.azure import AzureDriver
 
     return AzureDriver()
 
 
-FACTORIES: dict[Cloud, Callable[[Target], CloudDriver]] = {Cloud.aws: _aws, Cloud.gcp: _gcp, Cloud.azure: _azure}
+FACTORIES: dict[Cloud, Callable[[Target], CloudDriver]] = {
+    Cloud.aws: _aws,
+    Cloud.gcp: _gcp,
+    Cloud.azure: _azure,
+    Cloud.proxmox: _proxmox,
+}
 
 
 @lru_cache(maxsize=16)
@@ -47,7 +67,7 @@ def driver_for(target: Target) -> CloudDriver:
                 f"the sandbox emulates AWS and Google Cloud only; provider.cloud is {target.cloud.value}"
             )
         raise UnsupportedError(
-            f"provider.cloud {target.cloud.value!r} is not implemented yet (AWS and Google Cloud are)",
+            f"provider.cloud {target.cloud.value!r} is not implemented yet (AWS, Google Cloud and Proxmox VE are)",
             code="NotImplemented",
         )
     return factory(target)
