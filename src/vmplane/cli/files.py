@@ -26,18 +26,24 @@ from vmplane.errors import UsageError
 def init(
     name: Annotated[str, typer.Option(help="Environment name (DNS-safe).")] = "demo",
     org: Annotated[str, typer.Option(help="Organisation id.")] = "acme",
-    region: Annotated[str, typer.Option(help="Cloud region.")] = "us-east-1",
+    region: Annotated[
+        str | None, typer.Option(help="Cloud region (default: us-east-1 on aws, us-central1 on gcp).")
+    ] = None,
+    cloud: Annotated[str, typer.Option(help="aws, gcp or proxmox.")] = "aws",
     file: FileOpt = DEFAULT_FILE,
     force: Annotated[bool, typer.Option(help="Overwrite an existing file.")] = False,
 ) -> None:
     """Write a commented starter vmplane.env.jsonc and its local JSON Schema."""
+    from vmplane.envspec.base import Cloud
     from vmplane.envspec.schema import write_schema
     from vmplane.envspec.starter import render_starter
 
     if file.exists() and not force:
         raise UsageError(f"{file} exists; use --force to overwrite it")
+    if cloud not in Cloud.__members__:
+        raise UsageError(f"--cloud must be aws, gcp or proxmox, not {cloud!r}")
     try:
-        text = render_starter(name, org, region)
+        text = render_starter(name, org, region, cloud=Cloud(cloud))
     except ValueError as err:
         raise UsageError(str(err)) from None
     file.parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,63 @@
+"""What the Proxmox CLI tests share: the real `vmplane` CLI in a subprocess with the fake's API token in
+its environment (never `--sandbox`: fakepve is a Proxmox VE API, not vmplane's sandbox), and
+examples/proxmox.jsonc pointed at a running fake."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests.helpers import EXAMPLES, Cli, free_port
+from tests.integration.test_vmconfig_terraform import pin_vmconfig
+from tests.proxmox.fakecluster import TEMPLATE_NAME, Serving, token_env
+
+from vmplane.envspec.load import load_spec
+
+EXAMPLE = "proxmox.jsonc"
+
+
+@dataclass
+class PveCli(Cli):
+    """A Cli whose every run carries `token` (PROXMOX_TOKEN_ID/SECRET) in its environment."""
+
+    token: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {**super().env, **self.token}
+
+
+def pve_cli(tmp_path: Path, *, token: bool = True) -> PveCli:
+    """A CLI with its own home. fakepve is a real cloud to vmplane (not its sandbox), so stepValidate
+    refuses a pool whose NGINX image is unpinned, and the shipped manifest has no NGINX digest (this
+    machine cannot reach the registry): the home's deps cache gets a manifest pinning one (made-up
+    digests: nothing boots on the fake). The template's family is unknown before boot, which is allowed."""
+    home = tmp_path / "home"
+    pin_vmconfig(home)
+    # No AWS sandbox runs for these tests: the port is only a value the CLI never dials.
+    return PveCli(home=home, sandbox_port=free_port(), token=token_env() if token else {})
+
+
+def write_pve_env(
+    tmp_path: Path, serving: Serving, name: str, *, nodes: tuple[str, ...] = ("pve1",), **overrides: Any
+) -> Path:
+    """examples/proxmox.jsonc renamed, aimed at the fake (its URL, its CA certificate, its nodes) and
+    cloning the fake's template; `overrides` replace top-level members."""
+    spec = load_spec(EXAMPLES / EXAMPLE).model_dump(mode="json", by_alias=True, exclude_none=True)
+    provider = {"cloud": "proxmox", "endpoint": serving.pve.url, "nodes": list(nodes)}
+    provider["caFile"] = serving.cafile  # type: ignore[attr-defined]
+    spec.update(name=name, provider=provider)
+    for pool in spec["pools"].values():
+        pool["template"] = TEMPLATE_NAME
+        pool.pop("image", None)  # a label derived from the template: derived again from the new one
+    spec.update(overrides)
+    path = tmp_path / f"{name}.jsonc"
+    path.write_text(json.dumps(spec, indent=2))
+    return path
+
+
+def mutating(serving: Serving) -> list[tuple[str, str]]:
+    """Every request the fake saw that could change something (anything but GET), as (method, path)."""
+    return [(m, p) for m, p, _ in serving.run(lambda: list(serving.pve.requests)) if m != "GET"]
