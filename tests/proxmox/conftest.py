@@ -1,0 +1,87 @@
+"""Fixtures for the Proxmox tests: a fakepve cluster per test with the API token in the environment,
+the guest player on it, a Proxmox spec and a Context the way the pipeline hands one to the driver, with
+the network-side ids other steps record (the bridge, the env's pool, the security group) set up here."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.proxmox.fakecluster import Serving, serve, token_env
+from tests.proxmox.guest import GuestPlayer
+
+from vmplane.clouds.base import Context, Tagger
+from vmplane.clouds.proxmox import naming
+from vmplane.clouds.proxmox.ids import pve_ids
+from vmplane.clouds.proxmox.session import Pve, PveTarget
+from vmplane.envspec.models import EnvSpec
+from vmplane.state import InfraConfig
+
+JOB_ID = "job-pve-0001"
+BRIDGE = "vmbr0"
+
+
+@pytest.fixture
+def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Serving]:
+    for key, value in token_env().items():
+        monkeypatch.setenv(key, value)
+    with serve(tmp_path) as serving:
+        yield serving
+
+
+@pytest.fixture
+def guest(cluster: Serving) -> Iterator[GuestPlayer]:
+    player = GuestPlayer(cluster).start()
+    yield player
+    player.stop()
+
+
+def pve_for(serving: Serving) -> Pve:
+    nodes = tuple(sorted(serving.pve.nodes))
+    return Pve(PveTarget(endpoint=serving.pve.url, nodes=nodes, ca_file=serving.cafile))  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def pve(cluster: Serving) -> Pve:
+    return pve_for(cluster)
+
+
+def make_spec(size: int = 2, **pool: Any) -> EnvSpec:
+    return EnvSpec.model_validate(
+        {
+            "name": "demo",
+            "org": "acme",
+            "provider": {"cloud": "proxmox", "endpoint": "https://127.0.0.1:8006", "node": "pve1"},
+            "bootstrap": {"timeoutSeconds": 60},
+            "pools": {"web": {"mode": "fixed", "size": size, "template": 9000, "diskGb": 10, **pool}},
+        }
+    )
+
+
+def make_ctx(spec: EnvSpec, infra: InfraConfig | None = None) -> Context:
+    ctx = Context(job_id=JOB_ID, spec=spec, infra=infra or InfraConfig(), tagger=Tagger.for_spec(spec, JOB_ID))
+    ctx.log = lambda msg: ctx.notes.append(f"log: {msg}")
+    return ctx
+
+
+def network_ready(pve: Pve, ctx: Context) -> None:
+    """What stepCreateNetwork leaves (the pve-net helper's part): the env's PVE pool, the bridge and the
+    cluster security group, created here through the API."""
+    ids = pve_ids(ctx.infra)
+    ids.Pool = naming.pool_id(ctx.spec, ctx.job_id)
+    ids.IsoStorage = "local"
+    group = naming.security_group(ctx.job_id)
+    pve.post("pools", poolid=ids.Pool)
+    pve.post("cluster/firewall/groups", group=group)
+    ctx.infra.NetworkID = BRIDGE
+    ctx.infra.VMSecurityGroupID = group
+    ids.SecurityGroup = group
+
+
+@pytest.fixture
+def ctx(pve: Pve) -> Context:
+    context = make_ctx(make_spec())
+    network_ready(pve, context)
+    return context
