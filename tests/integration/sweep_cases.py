@@ -58,10 +58,12 @@ def assert_cases(applied: dict[str, Any], destroyed: dict[str, Any], case: Calla
 def killed_apply_then_killed_destroy(
     cli: Cli, env_file: Path, apply_op: str | None, destroy_op: str | None, snapshot: Callable[[str], Any],
     want: Any, differences: Callable[[Any, Any], list[str]], remaining: Callable[[str], Any],
+    flags: tuple[str, ...] = ("--sandbox",),
 ) -> None:  # fmt: skip
     """kill -9 an apply right after `apply_op` and resume it: the account must hold what a clean run left.
-    Then kill -9 the destroy right after `destroy_op` and resume it: it ends `deleted`, nothing left."""
-    args = ("apply", "-f", str(env_file), "--sandbox", "--yes")
+    Then kill -9 the destroy right after `destroy_op` and resume it: it ends `deleted`, nothing left.
+    `flags`: where the environment runs (the sandbox; none for Proxmox, whose fake is a real API to vmplane)."""
+    args = ("apply", "-f", str(env_file), *flags, "--yes")
     if apply_op is not None:
         kill_after(cli, apply_op, *args)
         assert cli.recorded_status(load_spec(env_file).name) == "running"
@@ -69,7 +71,7 @@ def killed_apply_then_killed_destroy(
     assert job["status"] == "succeeded", job["error"]
     got = snapshot(job["id"])
     assert got == want, f"apply killed after {apply_op}:\n" + "\n".join(differences(got, want))
-    args = ("destroy", "-f", str(env_file), "--sandbox", "--yes")
+    args = ("destroy", "-f", str(env_file), *flags, "--yes")
     if destroy_op is not None:
         kill_after(cli, destroy_op, *args)
         assert cli.recorded_status(job["id"]) == "deleting"
