@@ -108,6 +108,8 @@ def call_name(method: str, path: str) -> str:
         prev = parts[i - 1] if i else ""
         if i and prev in _PLACEHOLDER and out[-1] == prev:
             out.append(_PLACEHOLDER[prev])
+            if prev == "content":  # a volume id (`local:iso/x.iso`) holds a slash: it is the rest of the path
+                break
         elif part.isdigit():
             out.append("{n}")
         else:
