@@ -3,9 +3,11 @@ from the ISO vmplane uploads (nothing boots on the fake: readiness is the player
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
-from tests.proxmox.conftest import JOB_ID, make_ctx, make_spec, network_ready, writes
-from tests.proxmox.fakecluster import TEMPLATE_VMID, Serving
+from tests.proxmox.conftest import JOB_ID, make_ctx, make_spec, network_ready, pve_for, writes
+from tests.proxmox.fakecluster import TEMPLATE_VMID, Serving, serve, token_env
 from tests.proxmox.guest import GuestPlayer
 
 from vmplane.clouds.base import Context
@@ -156,3 +158,54 @@ def test_delete_destroys_everything_twice_over(cluster: Serving, pve: Pve, ctx: 
     assert pve.get(f"pools/{pve_ids(ctx.infra).Pool}").get("members") == []
     compute.delete_vms(pve, ctx)  # nothing left: done, not an error
     assert JOB_ID in ctx.job_id
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_clones_spread_over_the_nodes_only_from_shared_storage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shared: bool
+) -> None:
+    for key, value in token_env().items():
+        monkeypatch.setenv(key, value)
+    with serve(tmp_path, nodes=("pve1", "pve2")) as two:
+        two.run(lambda: two.pve.storages["local-lvm"].update(shared=1 if shared else 0))
+        player = GuestPlayer(two).start()
+        try:
+            pve = pve_for(two)
+            ctx = make_ctx(make_spec(size=2))
+            network_ready(pve, ctx)
+            apply(pve, ctx)
+        finally:
+            player.stop()
+        placed = {r["name"]: r["node"] for r in cluster_vms(pve) if not r.get("template")}
+        assert placed == {"demo-web-0": "pve1", "demo-web-1": "pve2" if shared else "pve1"}
+        assert [v.AZ for v in ctx.infra.VMs] == list(placed.values())
+        assert any("not on shared storage" in n for n in ctx.notes) is not shared
+        assert all(v.State is VMState.ready for v in ctx.infra.VMs)
+
+
+def test_a_smaller_size_removes_the_highest_numbered_vms_and_their_isos(
+    cluster: Serving, pve: Pve, ctx: Context, guest: GuestPlayer
+) -> None:
+    apply(pve, ctx)
+    gone = ctx.infra.VMs[1]
+    ctx.spec = make_spec(size=1)
+    apply(pve, ctx)
+    assert [v.Name for v in ctx.infra.VMs] == ["demo-web-0"]
+    assert sorted(clones(cluster)) == [int(str(ctx.infra.VMs[0].ID))]
+    isos = {c["volid"] for c in pve.get("nodes/pve1/storage/local/content", content="iso")}
+    assert isos == {pve_ids(ctx.infra).Isos["demo-web-0"]} and gone.Name not in pve_ids(ctx.infra).Isos
+
+
+def test_the_runtime_push_goes_through_the_agent(cluster: Serving, pve: Pve, ctx: Context, guest: GuestPlayer) -> None:
+    from vmplane.bootstrap.runtime import render_push_script, runtime_hash
+    from vmplane.clouds.proxmox.driver import ProxmoxDriver
+    from vmplane.pipeline.runtime_push import push_runtime
+
+    apply(pve, ctx)
+    driver = ProxmoxDriver(pve.target)
+    assert push_runtime(driver, ctx, sandbox=False) == 2
+    assert {v.RuntimeHash for v in ctx.infra.VMs} == {runtime_hash(ctx.spec)}
+    script = render_push_script(ctx.spec) + "\n"
+    ran = cluster.run(lambda: [list(vm.agent_execs.values()) for vm in cluster.pve.vms if not vm.template])
+    assert ran == [[["/bin/bash", "-c", script]]] * 2
+    assert push_runtime(driver, ctx, sandbox=False) == 0

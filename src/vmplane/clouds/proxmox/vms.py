@@ -14,7 +14,7 @@ from typing import Any
 
 from vmplane.clouds.base import Context
 from vmplane.clouds.deletes import delete
-from vmplane.clouds.errors import ConflictError, NotFoundError
+from vmplane.clouds.errors import CloudError, ConflictError, NotFoundError
 from vmplane.clouds.proxmox import naming
 from vmplane.clouds.proxmox.cloudinit_iso import DHCP_NETWORK_CONFIG, meta_data, nocloud_iso
 from vmplane.clouds.proxmox.ids import pve_ids
@@ -138,16 +138,31 @@ def ensure_iso(pve: Pve, ctx: Context, rec: VMRecord, vmid: int, node: str, *, c
         return volid
     if volid in listed:  # a partial upload, or another config's: replaced
         delete_iso(pve, node, volid)
-    pve.run_task(
-        "POST",
-        f"nodes/{node}/storage/{storage}/upload",
-        node=node,
-        what=f"upload of {volid}",
-        content="iso",
-        filename=NamedBytes(data, naming.iso_name(vmid)),
-    )
+    for attempt in (1, 2):
+        pve.run_task(
+            "POST",
+            f"nodes/{node}/storage/{storage}/upload",
+            node=node,
+            what=f"upload of {volid}",
+            content="iso",
+            filename=NamedBytes(data, naming.iso_name(vmid)),
+        )
+        # A retried upload re-sends a consumed stream: what arrived is checked, not assumed.
+        got = iso_size(pve, node, storage, volid)
+        if got == len(data):
+            break
+        delete_iso(pve, node, volid)
+        if attempt == 2:
+            raise CloudError(f"upload of {volid}: {got} bytes arrived of {len(data)}", code="UploadIncomplete")
     ctx.log(f"{rec.Name}: NoCloud ISO {volid} uploaded ({len(data)} bytes)")
     return volid
+
+
+def iso_size(pve: Pve, node: str, storage: str, volid: str) -> int | None:
+    for c in pve.get(f"nodes/{node}/storage/{storage}/content", content="iso") or []:
+        if c.get("volid") == volid:
+            return int(c.get("size") or 0)
+    return None
 
 
 def delete_iso(pve: Pve, node: str, volid: str) -> bool:
