@@ -168,7 +168,7 @@ def delete_vms(pve: Pve, ctx: Context) -> None:
         vm.State = VMState.terminated
     ctx.save()
     isos = set(ids.Isos.values()) | {vms.iso_volume(ctx, int(vmid)) for vmid in targets}
-    removed = delete_isos(pve, ctx, isos)
+    removed = vms.delete_isos_named(pve, isos)
     poll(
         lambda: True if not vms.job_vms(pve, ctx) else None,
         what="the job's VMs to be destroyed",
@@ -179,15 +179,3 @@ def delete_vms(pve: Pve, ctx: Context) -> None:
     infra.VMs, ids.Vmids, ids.Isos = [], {}, {}
     ctx.save()
     ctx.log(f"destroyed {len(targets)} VMs and {removed} NoCloud ISOs")
-
-
-def delete_isos(pve: Pve, ctx: Context, volids: set[str]) -> int:
-    """The ISOs on every node's copy of their storage (a file storage is per node unless shared)."""
-    removed = 0
-    storages = {v.split(":", 1)[0] for v in volids}
-    for node in pve.nodes:
-        for storage in sorted(storages):
-            listed = {c.get("volid") for c in pve.get(f"nodes/{node}/storage/{storage}/content", content="iso") or []}
-            for volid in sorted(volids & listed):
-                removed += vms.delete_iso(pve, node, volid)
-    return removed

@@ -175,6 +175,18 @@ def delete_iso(pve: Pve, node: str, volid: str) -> bool:
     )
 
 
+def delete_isos_named(pve: Pve, volids: set[str]) -> int:
+    """The ISOs on every node's copy of their storage (a file storage is per node unless shared)."""
+    removed = 0
+    storages = {v.split(":", 1)[0] for v in volids}
+    for node in pve.nodes:
+        for storage in sorted(storages):
+            listed = {c.get("volid") for c in pve.get(f"nodes/{node}/storage/{storage}/content", content="iso") or []}
+            for volid in sorted(volids & listed):
+                removed += delete_iso(pve, node, volid)
+    return removed
+
+
 def _props(value: str) -> dict[str, str]:
     out = {}
     for part in str(value).split(","):
