@@ -209,3 +209,15 @@ def test_the_runtime_push_goes_through_the_agent(cluster: Serving, pve: Pve, ctx
     ran = cluster.run(lambda: [list(vm.agent_execs.values()) for vm in cluster.pve.vms if not vm.template])
     assert ran == [[["/bin/bash", "-c", script]]] * 2
     assert push_runtime(driver, ctx, sandbox=False) == 0
+
+
+def test_teardown_leaves_a_vm_that_took_a_recorded_vmid_alone(cluster: Serving, pve: Pve, ctx: Context) -> None:
+    # The job recorded VMID 170 and died before its clone; someone else's VM got 170 since.
+    pve.run_task(
+        "POST", f"nodes/pve1/qemu/{TEMPLATE_VMID}/clone", node="pve1", what="clone", newid=170, name="someone-else",
+    )  # fmt: skip
+    ctx.infra.VMs = [VMRecord(Name="demo-web-0", Pool="web", Index=0, ID="170", AZ="pve1")]
+    pve_ids(ctx.infra).Vmids = {"170": "pve1"}
+    compute.delete_vms(pve, ctx)
+    assert sorted(clones(cluster)) == [170]
+    assert ctx.infra.VMs == []

@@ -158,16 +158,15 @@ def delete_vms(pve: Pve, ctx: Context) -> None:
     """Every VM of the job (recorded, or found by tag token / the env's pool), stopped and destroyed with
     purge; then their ISOs; then wait until none of the job's VMs is listed."""
     infra, ids = ctx.infra, pve_ids(ctx.infra)
-    targets: dict[str, tuple[str, str]] = {vmid: (node, vmid) for vmid, node in ids.Vmids.items()}
-    targets.update({v.ID: (v.AZ, v.Name) for v in infra.VMs if v.ID and v.AZ})
-    for found in vms.job_vms(pve, ctx):
-        targets[str(found["vmid"])] = (str(found["node"]), str(found.get("name") or found["vmid"]))
+    # From the cluster, not the record: a recorded VMID is destroyed only while it holds the job's VM.
+    targets = {str(r["vmid"]): (str(r["node"]), str(r.get("name") or r["vmid"])) for r in vms.job_vms(pve, ctx)}
     for vmid, (node, name) in sorted(targets.items()):
         vms.destroy(pve, node, vmid, name)
     for vm in infra.VMs:
         vm.State = VMState.terminated
     ctx.save()
-    isos = set(ids.Isos.values()) | {vms.iso_volume(ctx, int(vmid)) for vmid in targets}
+    vmids = set(targets) | set(ids.Vmids) | {str(v.ID) for v in infra.VMs if v.ID}
+    isos = set(ids.Isos.values()) | {vms.iso_volume(ctx, int(v)) for v in vmids if v.isdigit()}
     removed = vms.delete_isos_named(pve, isos)
     poll(
         lambda: True if not vms.job_vms(pve, ctx) else None,

@@ -19,7 +19,7 @@ from vmplane.envspec.models import SENTINEL_PATH
 from vmplane.state import VMRecord, VMState
 
 RUNNING_TIMEOUT = 600.0
-AGENT_DOWN = re.compile(r"guest agent is not running|is not running|not running", re.I)
+AGENT_DOWN = re.compile(r"guest agent is not running|VM \d+ (is )?not running", re.I)
 # Each round is one file-read per VM, through pveproxy and the node's agent socket: backed off to 10 s.
 POLL_FIRST, POLL_CAP = 0.2, 10.0
 REASON_LINES = 5

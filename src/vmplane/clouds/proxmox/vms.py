@@ -49,13 +49,14 @@ def cluster_vms(pve: Pve) -> list[dict[str, Any]]:
 
 
 def owned(ctx: Context, resource: dict[str, Any]) -> bool:
+    """A recorded VMID alone is not enough: someone may have taken it after a crash before our clone,
+    so it counts only with one of the job's VM names on it."""
     ids = pve_ids(ctx.infra)
     if int(resource.get("template") or 0) == 1:
         return False
+    recorded = str(resource.get("vmid")) in ids.Vmids and resource.get("name") in {v.Name for v in ctx.infra.VMs}
     return (
-        job_token(ctx) in tag_set(resource)
-        or (ids.Pool is not None and resource.get("pool") == ids.Pool)
-        or str(resource.get("vmid")) in ids.Vmids
+        recorded or job_token(ctx) in tag_set(resource) or (ids.Pool is not None and resource.get("pool") == ids.Pool)
     )
 
 
