@@ -3,6 +3,7 @@ from the ISO vmplane uploads (nothing boots on the fake: readiness is the player
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -100,6 +101,27 @@ def test_killed_after_the_vmid_intent_or_mid_config_ends_with_one_vm_per_record(
     assert by_name == {"demo-web-0": "150", "demo-web-1": "151"}
     assert sorted(clones(cluster)) == [150, 151]
     assert all(v.State is VMState.ready for v in ctx.infra.VMs)
+
+
+def test_a_clone_still_copying_when_the_run_resumes_is_waited_for(
+    cluster: Serving, pve: Pve, ctx: Context, guest: GuestPlayer
+) -> None:
+    ctx.spec = make_spec(size=1)
+    templates.ensure_templates(pve, ctx)
+    pve.run_task(
+        "POST", f"nodes/pve1/qemu/{TEMPLATE_VMID}/clone", node="pve1", what="clone",
+        newid=180, name="demo-web-0", full=1, pool=pve_ids(ctx.infra).Pool,
+    )  # fmt: skip
+
+    def lock(value: str | None) -> None:
+        next(vm for vm in cluster.pve.vms if vm.vmid == 180).lock = value
+
+    cluster.run(lock, "clone")  # as a clone task a killed run started would hold it
+    timer = threading.Timer(0.3, lambda: cluster.run(lock, None))
+    timer.start()
+    compute.ensure_vms(pve, ctx)
+    timer.join()
+    assert [(v.ID, v.State) for v in ctx.infra.VMs] == [("180", VMState.ready)]
 
 
 def test_a_recorded_vmid_now_holding_another_vm_is_not_adopted(cluster: Serving, pve: Pve, guest: GuestPlayer) -> None:

@@ -89,6 +89,8 @@ def ensure_vm(
         vmid, node = clone_new(pve, ctx, rec, placement.node(index), current)
     else:
         vmid, node = int(live["vmid"]), str(live["node"])
+        if live.get("lock"):
+            vms.wait_unlocked(pve, node, vmid, name)
         rec.ID, rec.AZ = str(vmid), node
         ids.Vmids = {**ids.Vmids, str(vmid): node}
         if rec.LaunchTemplateVersion is None:

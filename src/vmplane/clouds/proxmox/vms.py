@@ -18,8 +18,9 @@ from vmplane.clouds.errors import CloudError, ConflictError, NotFoundError
 from vmplane.clouds.proxmox import naming
 from vmplane.clouds.proxmox.cloudinit_iso import DHCP_NETWORK_CONFIG, meta_data, nocloud_iso
 from vmplane.clouds.proxmox.ids import pve_ids
-from vmplane.clouds.proxmox.session import Pve
+from vmplane.clouds.proxmox.session import TASK_TIMEOUT, Pve
 from vmplane.clouds.proxmox.templates import pool_shape, pool_user_data, template_hash
+from vmplane.clouds.waits import poll
 from vmplane.state import VMRecord
 
 CDROM = "ide3"  # ide2 is where PVE puts its own cloud-init drive: left free for a template that has one
@@ -290,6 +291,17 @@ def status(pve: Pve, node: str, vmid: str | int) -> str | None:
         return str(pve.get(f"nodes/{node}/qemu/{vmid}/status/current").get("status"))
     except NotFoundError:
         return None
+
+
+def wait_unlocked(pve: Pve, node: str, vmid: str | int, name: str) -> None:
+    """A VM found under a task's lock (a clone a killed run started is still copying its disk) is waited
+    for: its config cannot change until the lock goes."""
+
+    def free() -> bool | None:
+        current = pve.get(f"nodes/{node}/qemu/{vmid}/status/current") or {}
+        return None if current.get("lock") else True
+
+    poll(free, what=f"VM {name} ({vmid}) to be unlocked", timeout=TASK_TIMEOUT, first=0.1, cap=5)
 
 
 def destroy(pve: Pve, node: str, vmid: str | int, name: str) -> bool:
