@@ -85,3 +85,18 @@ def ctx(pve: Pve) -> Context:
     context = make_ctx(make_spec())
     network_ready(pve, context)
     return context
+
+
+def form(body: bytes | str | dict[str, Any] | None) -> dict[str, str]:
+    """A recorded request body (`Serving.pve.requests`) as fields: the fake keeps the raw form."""
+    from urllib.parse import parse_qsl
+
+    if isinstance(body, dict):
+        return {k: str(v) for k, v in body.items()}
+    text = body.decode(errors="replace") if isinstance(body, bytes) else (body or "")
+    return dict(parse_qsl(text))
+
+
+def writes(serving: Serving, since: int = 0) -> list[tuple[str, str, dict[str, str]]]:
+    """The non-GET requests the fake saw from `since` on, bodies parsed."""
+    return [(m, p, form(b)) for m, p, b in serving.pve.requests[since:] if m != "GET"]

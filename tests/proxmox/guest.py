@@ -37,6 +37,7 @@ class GuestPlayer:
         self.booted: dict[int, dict[str, str]] = {}  # vmid -> the NoCloud documents it booted with
         self.answers: dict[str, dict[str, Any]] = {}  # exec key -> exec-status answer, for every played VM
         self.bootstrap_fails: set[int] = set()  # vmids whose bootstrap "fails": no sentinel, a log line instead
+        self.silenced: set[int] = set()  # vmids whose agent stopped answering (it crashed in the guest)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="guest-player", daemon=True)
 
@@ -57,6 +58,17 @@ class GuestPlayer:
         """The VM's bootstrap ends without the sentinel (its log says why)."""
         self.bootstrap_fails.add(vmid)
 
+    def silence(self, vmid: int) -> None:
+        """The VM's agent stops answering (and is not played again): PVE says it is not running."""
+        self.silenced.add(vmid)
+
+        def off() -> None:
+            for vm in self.serving.pve.vms:
+                if vm.vmid == vmid:
+                    vm.agent = None
+
+        self.serving.run(off)
+
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
             try:
@@ -68,7 +80,7 @@ class GuestPlayer:
         """One look at the fake's VMs (runs on the fake's loop thread)."""
         pve = self.serving.pve
         for vm in list(pve.vms):
-            if vm.template or vm.status != "running" or vm.agent is not None:
+            if vm.template or vm.status != "running" or vm.agent is not None or vm.vmid in self.silenced:
                 continue
             docs = self._seed(str(vm.config.get(CDROM, "")))
             user_data = docs.get("user-data", "")

@@ -28,6 +28,7 @@ from vmplane.clouds.proxmox import (
     power,
     preflight,
     retag,
+    rotation,
     templates,
 )
 from vmplane.clouds.proxmox import plan as pve_plan
@@ -90,6 +91,9 @@ class ProxmoxDriver(CloudDriver):
 
     def ensure_vms(self, ctx: Context) -> None:
         compute.ensure_vms(self.pve, ctx)
+
+    def rotate_pool(self, ctx: Context, pool_name: str) -> list[str]:
+        return rotation.rotate_pool(self.pve, ctx, pool_name)
 
     def stop_pool(self, ctx: Context, pool_name: str) -> None:
         power.stop_pool(self.pve, ctx, pool_name)

@@ -1,0 +1,91 @@
+"""Running and ready: `status/current` until a started VM runs, then the bootstrap sentinel read through
+the QEMU guest agent (`agent/file-read`), the only path to the guest (no network route to it).
+
+While the guest boots, PVE answers 500 "QEMU guest agent is not running"; a missing file is an agent
+error too. Both mean "not yet". At the spec's `bootstrap.timeoutSeconds` the late VMs fail, with the last
+lines of their bootstrap log (read the same way) in the error.
+"""
+
+from __future__ import annotations
+
+import re
+
+from vmplane.bootstrap.vmconfig import BOOTSTRAP_LOG_PATH
+from vmplane.clouds.base import Context, bootstrap_timed_out
+from vmplane.clouds.errors import CloudError, DeadlineExceededError, InvalidRequestError
+from vmplane.clouds.proxmox.session import Pve
+from vmplane.clouds.waits import poll
+from vmplane.envspec.models import SENTINEL_PATH
+from vmplane.state import VMRecord, VMState
+
+RUNNING_TIMEOUT = 600.0
+AGENT_DOWN = re.compile(r"guest agent is not running|VM \d+ (is )?not running", re.I)
+# Each round is one file-read per VM, through pveproxy and the node's agent socket: backed off to 10 s.
+POLL_FIRST, POLL_CAP = 0.2, 10.0
+REASON_LINES = 5
+
+
+def agent_down(err: CloudError) -> bool:
+    return bool(AGENT_DOWN.search(str(err)))
+
+
+def read_file(pve: Pve, node: str, vmid: str, path: str) -> str | None:
+    """A guest file's content through the agent; None while the agent cannot answer (down, no such file)."""
+    try:
+        got = pve.get(f"nodes/{node}/qemu/{vmid}/agent/file-read", file=path)
+    except CloudError:
+        return None
+    return str((got or {}).get("content") or "")
+
+
+def wait_running(pve: Pve, ctx: Context, recs: list[VMRecord] | None = None) -> None:
+    """Every `pending` VM running (then `bootstrap`); a VM that is gone or stops while starting fails."""
+    from vmplane.clouds.proxmox.vms import status
+
+    pending = [v for v in (ctx.infra.VMs if recs is None else recs) if v.ID and v.AZ and v.State is VMState.pending]
+
+    def all_running() -> bool | None:
+        for rec in list(pending):
+            now = status(pve, str(rec.AZ), str(rec.ID))
+            if now is None:
+                raise InvalidRequestError(f"VM {rec.Name} ({rec.ID}) disappeared while starting")
+            if now == "running":
+                rec.State = VMState.bootstrap
+                pending.remove(rec)
+        return True if not pending else None
+
+    if pending:
+        try:
+            poll(all_running, what="VMs to be running", timeout=RUNNING_TIMEOUT, first=0.05, cap=5)
+        finally:
+            ctx.save()
+
+
+def bootstrap_timeout(ctx: Context) -> float:
+    return float(ctx.spec.bootstrap.timeout_seconds)
+
+
+def wait_bootstrapped(pve: Pve, ctx: Context, recs: list[VMRecord] | None = None) -> None:
+    """Every `bootstrap` VM `ready` once its sentinel file is non-empty (what SENTINEL_CHECK_COMMAND tests)."""
+    vms = ctx.infra.VMs if recs is None else recs
+    timeout = bootstrap_timeout(ctx)
+
+    def all_ready() -> bool | None:
+        for vm in [v for v in vms if v.ID and v.AZ and v.State is VMState.bootstrap]:
+            if (read_file(pve, str(vm.AZ), str(vm.ID), SENTINEL_PATH) or "").strip():
+                vm.State = VMState.ready
+        ctx.save()
+        return None if any(v.State is VMState.bootstrap for v in vms) else True
+
+    if not any(v.State is VMState.bootstrap for v in vms):
+        return
+    try:
+        poll(all_ready, what="the bootstrap sentinel", timeout=timeout, first=POLL_FIRST, cap=POLL_CAP)
+    except DeadlineExceededError as err:
+        reasons = {}
+        for vm in [v for v in vms if v.ID and v.AZ and v.State is VMState.bootstrap]:
+            log = read_file(pve, str(vm.AZ), str(vm.ID), BOOTSTRAP_LOG_PATH)
+            if log:
+                reasons[vm.Name] = "\n".join(log.strip().splitlines()[-REASON_LINES:])
+        raise bootstrap_timed_out(ctx, vms, timeout, reasons) from err
+    ctx.log(f"{sum(v.State is VMState.ready for v in vms)} VMs ready (sentinel read through the QEMU guest agent)")
