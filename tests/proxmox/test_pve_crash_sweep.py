@@ -105,6 +105,7 @@ class Reference:
 
 
 def _cluster(pki: Path) -> Iterator[tuple[Serving, GuestPlayer]]:
+    pki.mkdir(exist_ok=True)
     with serve(pki) as serving:
         player = GuestPlayer(serving).start()
         try:
