@@ -35,8 +35,35 @@ pytestmark = pytest.mark.slow
 ENV = "pvs"
 POOLS = {"web": {"mode": "fixed", "size": 1, "template": "debian-12-cloud", "cores": 2, "memoryMb": 2048}}
 
-APPLY_OPS: list[str] = []
-DESTROY_OPS: list[str] = []
+APPLY_OPS = [
+    "POST /cluster/firewall/groups",
+    "POST /cluster/firewall/groups/{group}",
+    "POST /cluster/sdn/vnets",
+    "POST /cluster/sdn/vnets/{vnet}/subnets",
+    "POST /cluster/sdn/zones",
+    "POST /nodes/{node}/qemu/{vmid}/agent/exec",
+    "POST /nodes/{node}/qemu/{vmid}/clone",
+    "POST /nodes/{node}/qemu/{vmid}/config",
+    "POST /nodes/{node}/qemu/{vmid}/firewall/rules",
+    "POST /nodes/{node}/qemu/{vmid}/status/start",
+    "POST /nodes/{node}/storage/{storage}/upload",
+    "POST /pools",
+    "PUT /cluster/sdn",
+    "PUT /nodes/{node}/qemu/{vmid}/firewall/options",
+    "PUT /nodes/{node}/qemu/{vmid}/resize",
+]
+DESTROY_OPS = [
+    "DELETE /cluster/firewall/groups/{group}",
+    "DELETE /cluster/firewall/groups/{group}/{n}",
+    "DELETE /cluster/sdn/vnets/{vnet}",
+    "DELETE /cluster/sdn/vnets/{vnet}/subnets/{subnet}",
+    "DELETE /cluster/sdn/zones/{zone}",
+    "DELETE /nodes/{node}/qemu/{vmid}",
+    "DELETE /nodes/{node}/storage/{storage}/content/{volume}",
+    "DELETE /pools/{pool}",
+    "POST /nodes/{node}/qemu/{vmid}/status/stop",
+    "PUT /cluster/sdn",
+]
 XFAIL: dict[str, str] = {}
 
 
