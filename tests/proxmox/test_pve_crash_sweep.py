@@ -159,6 +159,9 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Reference]:
         applied = cli.json("apply", "-f", str(env_file), "--yes")
         assert applied["status"] == "succeeded", applied["error"]
         snap = snapshot(serving, env_file, applied["id"])
+        # What every case must reach: one of each, so an empty cluster can never pass for converged.
+        assert [len(snap[k]) for k in ("vms", "pools", "groups", "isos")] == [1, 1, 1, 1], snap
+        assert [len(snap["sdn"][k]) for k in ("zones", "vnets", "subnets")] == [1, 1, 1], snap["sdn"]
         destroyed = cli.json("destroy", "-f", str(env_file), "--yes")
         assert destroyed["status"] == "deleted", destroyed["error"]
         assert not remaining(snapshot(serving, env_file, applied["id"]))

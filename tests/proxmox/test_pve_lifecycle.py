@@ -127,6 +127,10 @@ def test_the_example_applies_runs_exec_and_destroys_to_nothing(
     argvs = serving.run(lambda: [a for vm in serving.pve.vms if vm.vmid == vmid for a in vm.agent_execs.values()])
     assert any("uname -a" in " ".join(argv) for argv in argvs), argvs
 
+    # No interactive session through the API: the refusal says what to use instead.
+    shell = cli.run("exec", "pvl", "pvl-web-0", "--interactive")
+    assert shell.returncode == 1 and "qm terminal" in shell.stderr and "vmplane exec" in shell.stderr, shell.stderr
+
     status = cli.run("status", "pvl", "-o", "json")
     assert status.returncode == 0 and json.loads(status.stdout)["status"] == "succeeded"
     _secret_free(ran.stdout, ran.stderr, status.stdout, status.stderr)
