@@ -79,6 +79,9 @@ def test_a_config_change_bumps_the_version_and_shows_outdated_vms(pve: Pve, ctx:
     templates.ensure_templates(pve, ctx)
     assert ctx.infra.LaunchTemplateVersion["web"] == 2
     assert [v.Name for v in ctx.infra.outdated_vms()] == ["demo-web-0", "demo-web-1"]
+    compute.ensure_vms(pve, ctx)  # an apply leaves outdated VMs as they are: `vmplane rotate` replaces them
+    assert {str(pve.get(f"nodes/pve1/qemu/{v.ID}/config")["cores"]) for v in ctx.infra.VMs} == {"2"}
+    assert len(ctx.infra.outdated_vms()) == 2
 
 
 def test_killed_after_the_vmid_intent_or_mid_config_ends_with_one_vm_per_record(

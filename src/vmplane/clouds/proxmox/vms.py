@@ -205,12 +205,16 @@ def net0(current: str | None, bridge: str) -> str:
     return f"{head},bridge={bridge},firewall=1"
 
 
-def desired_config(ctx: Context, rec: VMRecord, current: dict[str, Any], volid: str) -> dict[str, str]:
+def desired_config(
+    ctx: Context, rec: VMRecord, current: dict[str, Any], volid: str, *, latest: bool = True
+) -> dict[str, str]:
+    """What the VM's config must say. A VM of an older config version (`latest` False) keeps its shape:
+    it is outdated, and `vmplane rotate` replaces it; only its tags, NIC and ISO are kept right."""
     shape = pool_shape(ctx, rec.Pool)
     tags = ctx.tagger.tags("vm", rec.Name)
+    sized = {"cores": str(shape["cores"]), "memory": str(shape["memory"])} if latest else {}
     return {
-        "cores": str(shape["cores"]),
-        "memory": str(shape["memory"]),
+        **sized,
         "tags": ";".join(naming.tag_tokens(tags)),
         "description": naming.description(tags),
         "net0": net0(current.get("net0"), str(ctx.infra.NetworkID)),
@@ -235,15 +239,16 @@ def same(key: str, want: str, have: Any) -> bool:
     return str(have).strip() == want.strip()
 
 
-def configure(pve: Pve, ctx: Context, rec: VMRecord, vmid: int, node: str, volid: str) -> None:
+def configure(pve: Pve, ctx: Context, rec: VMRecord, vmid: int, node: str, volid: str, *, latest: bool = True) -> None:
     """Set what differs (a re-run sends nothing), grow the boot disk, turn the VM's firewall on."""
     path = f"nodes/{node}/qemu/{vmid}"
     current = pve.get(f"{path}/config")
-    want = desired_config(ctx, rec, current, volid)
+    want = desired_config(ctx, rec, current, volid, latest=latest)
     changes: dict[str, Any] = {k: v for k, v in want.items() if not same(k, v, current.get(k))}
     if changes:
         pve.run_task("POST", f"{path}/config", node=node, what=f"config of {rec.Name}", **changes)
-    grow_disk(pve, ctx, rec, path, node, current)
+    if latest:
+        grow_disk(pve, ctx, rec, path, node, current)
     firewall_on(pve, ctx, path)
 
 
