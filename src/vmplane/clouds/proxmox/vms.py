@@ -71,7 +71,8 @@ def by_vmid(listing: list[dict[str, Any]], vmid: str | None) -> dict[str, Any] |
 
 
 def find_vm(ctx: Context, listing: list[dict[str, Any]], name: str) -> dict[str, Any] | None:
-    """The job's VM named `name`; a VM of that name that is someone else's is a conflict, not ours."""
+    """The job's VM named `name` (a VM of that name that is someone else's is left alone: PVE names need not
+    be unique, and preflight reports the clash)."""
     named = [r for r in listing if r.get("name") == name and int(r.get("template") or 0) != 1]
     mine = [r for r in named if owned(ctx, r)]
     if len(mine) > 1:
@@ -168,6 +169,7 @@ def iso_size(pve: Pve, node: str, storage: str, volid: str) -> int | None:
 
 
 def delete_iso(pve: Pve, node: str, volid: str) -> bool:
+    """The volid goes in the path as it is (`content/local:iso/<file>`), the way PVE's own clients send it."""
     storage = volid.split(":", 1)[0]
     return delete(
         lambda: pve.run_task(
