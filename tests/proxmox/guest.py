@@ -4,8 +4,9 @@ Nothing boots and nothing runs. Every 50 ms the player looks at the fake's VMs (
 thread, through `Serving.run`); a running clone whose CD-ROM `ide3` names an ISO whose uploaded bytes
 (`Serving.pve.files`) are a NoCloud `cidata` image carrying vmplane's `#cloud-config` bootstrap gets an
 agent (`vm.agent`): the sentinel file reads present through `agent/file-read` (saying `"simulated": true`,
-which the driver logs), and `agent/exec` answers exit 0 (or what a test programmed with `answer`). A clone whose ISO is missing, empty or not vmplane's
-never gets an agent: it never becomes ready, which is how the tests prove the ISO is what boots it.
+which the driver logs), and `agent/exec` answers exit 0 (or what a test programmed with `answer`). A
+clone whose ISO is missing, empty or not vmplane's never gets an agent: it never becomes ready, which is
+how the tests prove the ISO is what boots it.
 """
 
 from __future__ import annotations

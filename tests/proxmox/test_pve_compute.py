@@ -37,6 +37,7 @@ def test_clones_are_configured_behind_the_firewall_and_ready_through_the_iso(
     ids = pve_ids(ctx.infra)
     assert [v.State for v in ctx.infra.VMs] == [VMState.ready, VMState.ready]
     assert any(readiness.SIMULATED_NOTE in n for n in ctx.notes)  # the player wrote the sentinel: said so
+    assert {v.PrivateIP for v in ctx.infra.VMs} == {"192.0.2.10"}  # what the fake's agent reports for eth0
     assert ctx.infra.LaunchTemplateID["web"].startswith(f"{TEMPLATE_VMID}@")
     assert ctx.infra.LaunchTemplateVersion["web"] == 1
     listed = {r["name"]: r for r in cluster_vms(pve) if not r.get("template")}

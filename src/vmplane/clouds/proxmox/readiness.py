@@ -41,6 +41,22 @@ def read_file(pve: Pve, node: str, vmid: str, path: str) -> str | None:
     return str((got or {}).get("content") or "")
 
 
+def guest_ipv4(pve: Pve, node: str, vmid: str) -> str | None:
+    """The guest's first non-loopback IPv4 address as its agent reports it (the SDN's DHCP lease)."""
+    try:
+        got = pve.get(f"nodes/{node}/qemu/{vmid}/agent/network-get-interfaces")
+    except CloudError:
+        return None
+    for iface in (got or {}).get("result") or []:
+        if iface.get("name") == "lo":
+            continue
+        for addr in iface.get("ip-addresses") or []:
+            ip = str(addr.get("ip-address") or "")
+            if addr.get("ip-address-type") == "ipv4" and ip and not ip.startswith("127."):
+                return ip
+    return None
+
+
 def wait_running(pve: Pve, ctx: Context, recs: list[VMRecord] | None = None) -> None:
     """Every `pending` VM running (then `bootstrap`); a VM that is gone or stops while starting fails."""
     from vmplane.clouds.proxmox.vms import status
@@ -79,6 +95,7 @@ def wait_bootstrapped(pve: Pve, ctx: Context, recs: list[VMRecord] | None = None
             sentinel = (read_file(pve, str(vm.AZ), str(vm.ID), SENTINEL_PATH) or "").strip()
             if sentinel:
                 vm.State = VMState.ready
+                vm.PrivateIP = guest_ipv4(pve, str(vm.AZ), str(vm.ID)) or vm.PrivateIP
                 if _simulated(sentinel):
                     simulated.append(vm.Name)
         ctx.save()
