@@ -127,6 +127,13 @@ def test_a_clone_still_copying_when_the_run_resumes_is_waited_for(
     compute.ensure_vms(pve, ctx)
     timer.join()
     assert [(v.ID, v.State) for v in ctx.infra.VMs] == [("180", VMState.ready)]
+    # The same for a destroy: a teardown waits for the lock rather than failing on it.
+    cluster.run(lock, "clone")
+    timer = threading.Timer(0.3, lambda: cluster.run(lock, None))
+    timer.start()
+    compute.delete_vms(pve, ctx)
+    timer.join()
+    assert clones(cluster) == {}
 
 
 def test_a_recorded_vmid_now_holding_another_vm_is_not_adopted(cluster: Serving, pve: Pve, guest: GuestPlayer) -> None:

@@ -312,11 +312,17 @@ def wait_unlocked(pve: Pve, node: str, vmid: str | int, name: str) -> None:
 
 
 def destroy(pve: Pve, node: str, vmid: str | int, name: str) -> bool:
-    """Stopped (hard: it is being deleted), then destroyed with its disks and every reference (purge)."""
+    """Stopped (hard: it is being deleted), then destroyed with its disks and every reference (purge). A VM
+    under a task's lock (a clone still copying) is waited for: PVE refuses to destroy it meanwhile."""
     path = f"nodes/{node}/qemu/{vmid}"
-    if status(pve, node, vmid) is None:
+    try:
+        current = pve.get(f"{path}/status/current") or {}
+    except NotFoundError:
         return False
-    if status(pve, node, vmid) == "running":
+    if current.get("lock"):
+        wait_unlocked(pve, node, vmid, name)
+        current = pve.get(f"{path}/status/current") or {}
+    if current.get("status") == "running":
         pve.run_task("POST", f"{path}/status/stop", node=node, what=f"stop of {name}")
     return delete(
         lambda: pve.run_task(
