@@ -1,0 +1,286 @@
+"""What `vmplane proxmox init-node` does, as the `pvesh`/`qm`/`pveum` commands a root shell on the node
+would run: the options, the cloud-image table, the checksum, and the steps rendered as one POSIX script.
+
+The same steps run over the API with `--apply` (`node_init.py`); what the API cannot do (install a
+package) exists only as script lines.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from vmplane.clouds.errors import CloudError
+from vmplane.errors import UsageError
+
+# ---- temporary copy until pve-net's `clouds/proxmox/privileges.py` is merged (then import PRIVILEGES) ----
+# Each privilege vmplane's token needs, with the calls that need it (PVE 9 names).
+PRIVILEGES: dict[str, str] = {
+    "Datastore.Allocate": "delete the NoCloud ISOs it uploaded (PVE asks it for deleting storage content)",
+    "Datastore.AllocateSpace": "allocate the clones' disks and resize them",
+    "Datastore.AllocateTemplate": "upload the NoCloud ISOs (content iso)",
+    "Datastore.Audit": "list storages and their content (preflight, leftovers)",
+    "Pool.Allocate": "create and delete the environment's PVE pool",
+    "Pool.Audit": "read pools and their members",
+    "SDN.Allocate": "create and delete the SDN VNet and subnet, and apply the SDN configuration",
+    "SDN.Audit": "read SDN zones, VNets and subnets",
+    "SDN.Use": "attach the VMs' NICs to the VNet",
+    "Sys.Audit": "read nodes, cluster resources and tasks",
+    "Sys.Modify": "create and delete the cluster firewall security group (PVE checks it on /)",
+    "VM.Allocate": "clone and destroy VMs in the environment's pool",
+    "VM.Audit": "read VM configs and status",
+    "VM.Clone": "full-clone the template",
+    "VM.Config.CDROM": "attach the NoCloud ISO as a CD-ROM",
+    "VM.Config.CPU": "set cores",
+    "VM.Config.Disk": "resize the disk",
+    "VM.Config.Memory": "set memory",
+    "VM.Config.Network": "set net0, the VM firewall options and its group rule",
+    "VM.Config.Options": "set name, tags, description and the agent option",
+    "VM.GuestAgent.Audit": "ping the guest agent",
+    "VM.GuestAgent.FileRead": "read the readiness sentinel file",
+    "VM.GuestAgent.FileWrite": "write files through the agent",
+    "VM.GuestAgent.Unrestricted": "run commands (agent/exec, exec-status): vmplane exec and the runtime push",
+    "VM.PowerMgmt": "start and stop VMs",
+}
+# ---- end of the temporary copy ----
+
+ALGORITHMS = ("sha256", "sha512")
+_ZONE = re.compile(r"^[a-zA-Z][a-zA-Z0-9]*[a-zA-Z0-9]$")  # PVE's pattern for an SDN zone id, 2-8 chars
+_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$")  # a DNS name, as PVE wants a VM name
+_ID = re.compile(r"^[A-Za-z][A-Za-z0-9._-]*$")  # a role or token name
+_USER = re.compile(r"^[^\s:/@]+@[A-Za-z0-9._-]+$")
+_STORAGE = re.compile(r"^[a-z][a-z0-9._-]*$", re.I)
+
+
+@dataclass(frozen=True)
+class CloudImage:
+    url: str
+    checksum_url: str  # the distribution's published SHA512SUMS / SHA256SUMS next to the image
+    algorithm: str
+    name: str  # the default template name
+
+
+# Official cloud images (amd64); the checksum files are the distributions' own.
+IMAGES: dict[str, CloudImage] = {
+    "debian-12": CloudImage(
+        "https://cloud.debian.org/images/cloud/bookworm/latest/debian-12-genericcloud-amd64.qcow2",
+        "https://cloud.debian.org/images/cloud/bookworm/latest/SHA512SUMS",
+        "sha512",
+        "debian-12-cloud",
+    ),
+    "ubuntu-24.04": CloudImage(
+        "https://cloud-images.ubuntu.com/noble/current/noble-server-cloudimg-amd64.img",
+        "https://cloud-images.ubuntu.com/noble/current/SHA256SUMS",
+        "sha256",
+        "ubuntu-2404-cloud",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Checksum:
+    algorithm: str
+    value: str  # lower-case hex
+    source: str  # where it came from: a checksum file's URL, or "--checksum"
+
+    @property
+    def tag(self) -> str:
+        return f"{self.algorithm}:{self.value}"
+
+
+def parse_checksum(text: str, source: str = "--checksum") -> Checksum:
+    """`sha512:<hex>` (or sha256) -> Checksum; anything else is a usage error that names the option."""
+    algorithm, _, value = text.strip().partition(":")
+    lengths = {"sha256": 64, "sha512": 128}
+    value = value.lower()
+    if algorithm not in lengths or not re.fullmatch(rf"[0-9a-f]{{{lengths[algorithm]}}}", value):
+        raise UsageError("--checksum must be sha512:<128 hex digits> or sha256:<64 hex digits>")
+    return Checksum(algorithm, value, source)
+
+
+def checksum_from_sums(text: str, file_name: str, algorithm: str, source: str) -> Checksum:
+    """The line of a SHA512SUMS/SHA256SUMS file (`<hex>  <name>` or `<hex> *<name>`) for `file_name`."""
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[1].lstrip("*") == file_name:
+            return parse_checksum(f"{algorithm}:{parts[0]}", source)
+    raise CloudError(f"{source} has no checksum for {file_name}", code="NoChecksum")
+
+
+@dataclass(frozen=True)
+class InitOptions:
+    node: str
+    image_url: str
+    checksum_url: str | None  # None: --checksum alone pins the image
+    algorithm: str
+    vmid: int = 9000
+    name: str = "debian-12-cloud"
+    storage: str = "local-lvm"
+    iso_storage: str = "local"
+    bridge: str = "vmbr0"
+    zone: str = "vmplane"
+    user: str = "vmplane@pve"
+    token_name: str = "vmplane"
+    role: str = "VmplaneProvisioner"
+    rotate_token: bool = False
+    privileges: tuple[str, ...] = field(default_factory=lambda: tuple(sorted(PRIVILEGES)))
+
+    def check(self) -> None:
+        """Refuse values PVE would refuse, naming the option (before any call)."""
+        bad = [
+            (not 100 <= self.vmid <= 999_999_999, "--vmid must be 100..999999999"),
+            (not _NAME.fullmatch(self.name), "--name must be a DNS name (letters, digits, '-' and '.')"),
+            (not _ZONE.fullmatch(self.zone) or len(self.zone) > 8, "--zone must be 2-8 letters/digits, a letter first"),
+            (not _USER.fullmatch(self.user), "--user must be user@realm"),
+            (not _ID.fullmatch(self.token_name), "--token-name must start with a letter (letters, digits, . _ -)"),
+            (not _ID.fullmatch(self.role), "--role must start with a letter (letters, digits, . _ -)"),
+            (
+                not all(_STORAGE.fullmatch(s) for s in (self.storage, self.iso_storage)),
+                "--storage/--iso-storage: bad id",
+            ),
+            (not _STORAGE.fullmatch(self.bridge), "--bridge must be a bridge or VNet name"),
+            (urlsplit(self.image_url).scheme not in ("https", "http"), "--image-url must be an http(s) URL"),
+        ]
+        for failed, message in bad:
+            if failed:
+                raise UsageError(message)
+
+    @property
+    def image_file(self) -> str:
+        return urlsplit(self.image_url).path.rsplit("/", 1)[-1]
+
+    def import_file(self, checksum: Checksum) -> str:
+        """The file name on the node: the image's stem, the checksum's first 12 digits (a new release of a
+        `latest` image is another file, never mistaken for the one already there) and `.qcow2`, an
+        extension PVE's `import` content accepts (Ubuntu's `.img` is a qcow2)."""
+        stem = re.sub(r"\.(qcow2|img|raw)$", "", self.image_file) or "image"
+        return f"{re.sub(r'[^A-Za-z0-9._-]', '-', stem)}-{checksum.value[:12]}.qcow2"
+
+    @property
+    def token_id(self) -> str:
+        return f"{self.user}!{self.token_name}"
+
+
+@dataclass(frozen=True)
+class Command:
+    key: str  # the step, as --output json and the apply outcomes name it
+    title: str
+    argv: tuple[str, ...]
+    note: str = ""  # why, or what the command cannot do on its own
+
+    @property
+    def shell(self) -> str:
+        return " ".join(shlex.quote(a) for a in self.argv)
+
+
+def _argv(*groups: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(a for g in groups for a in g)
+
+
+def commands(o: InitOptions, checksum: Checksum) -> list[Command]:
+    """Every step as the command a root shell on the node runs, in order."""
+    f = o.import_file(checksum)
+    return [
+        Command(
+            "storage",
+            f"storage {o.iso_storage} takes `import` content (cloud images for import-from)",
+            ("pvesm", "set", o.iso_storage, "--content", "iso,vztmpl,backup,import"),
+            "keep the storage's other content types: --apply adds only `import` to its list",
+        ),
+        Command(
+            "image",
+            f"download {o.image_file}; the node verifies its {checksum.algorithm} before keeping it",
+            _argv(
+                ("pvesh", "create", f"/nodes/{o.node}/storage/{o.iso_storage}/download-url", "--content", "import"),
+                ("--url", o.image_url, "--filename", f, "--checksum", checksum.value),
+                ("--checksum-algorithm", checksum.algorithm),
+            ),
+            f"checksum from {checksum.source}",
+        ),
+        Command(
+            "vm",
+            f"create VM {o.vmid} {o.name} from the image, guest agent on",
+            _argv(
+                ("qm", "create", str(o.vmid), "--name", o.name, "--memory", "1024", "--cores", "1"),
+                ("--net0", f"virtio,bridge={o.bridge}", "--scsihw", "virtio-scsi-single"),
+                ("--scsi0", f"{o.storage}:0,import-from={o.iso_storage}:import/{f}", "--boot", "order=scsi0"),
+                ("--serial0", "socket", "--vga", "serial0", "--agent", "enabled=1", "--ostype", "l26"),
+            ),
+            "no cloud-init drive: vmplane attaches its own NoCloud ISO to each clone",
+        ),
+        Command("template", f"turn VM {o.vmid} into a template", ("qm", "template", str(o.vmid))),
+        Command(
+            "zone",
+            f"SDN simple zone {o.zone} with PVE IPAM and dnsmasq DHCP",
+            _argv(
+                ("pvesh", "create", "/cluster/sdn/zones", "--type", "simple", "--zone", o.zone),
+                ("--ipam", "pve", "--dhcp", "dnsmasq"),
+            ),
+        ),
+        Command("sdn-apply", "apply the SDN configuration", ("pvesh", "set", "/cluster/sdn")),
+        Command(
+            "role",
+            f"role {o.role} with exactly the {len(o.privileges)} privileges vmplane needs",
+            ("pveum", "role", "add", o.role, "--privs", ",".join(o.privileges)),
+            f"if it exists: pveum role modify {o.role} --privs <the same list>",
+        ),
+        Command("user", f"user {o.user} (API tokens only, no password)", ("pveum", "user", "add", o.user)),
+        Command(
+            "acl",
+            f"grant {o.role} to {o.user} on /",
+            ("pveum", "acl", "modify", "/", "--roles", o.role, "--users", o.user),
+            "on / because SDN (/sdn), pools (/pool), storages (/storage) and the cluster firewall (/) are all "
+            "touched; to narrow it, grant the role on /pool/<env pool>, /storage/<id>, /sdn/zones/<zone> and "
+            "/vms instead (Sys.Modify on / stays needed for firewall groups)",
+        ),
+        Command(
+            "token",
+            f"API token {o.token_id} sharing the user's privileges",
+            ("pveum", "user", "token", "add", o.user, o.token_name, "--privsep", "0"),
+            "prints the secret once: export PROXMOX_TOKEN_ID and PROXMOX_TOKEN_SECRET for vmplane",
+        ),
+    ]
+
+
+# What only a root shell on each node can do: the API has no package management.
+ROOT_ONLY: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "dnsmasq serves the SDN zone's DHCP; PVE starts its own instance per zone",
+        ("apt-get", "install", "-y", "dnsmasq"),
+    ),
+    (
+        "the distribution's default instance would take port 53/67 from PVE's",
+        ("systemctl", "disable", "--now", "dnsmasq"),
+    ),
+)
+
+
+def _lines(comment: str, argv: tuple[str, ...]) -> list[str]:
+    return [f"# {comment}", " ".join(shlex.quote(a) for a in argv)]
+
+
+def root_script(o: InitOptions) -> str:
+    """The part no API call can do, to run on every node as root."""
+    out = [
+        "#!/bin/sh",
+        f"# vmplane proxmox init-node: run on node {o.node} (and every node of the zone) as root",
+        "set -eu",
+    ]
+    for comment, argv in ROOT_ONLY:
+        out += _lines(comment, argv)
+    return "\n".join(out) + "\n"
+
+
+def full_script(o: InitOptions, checksum: Checksum) -> str:
+    """Every step as one POSIX script (the dry run's output): what --apply does over the API, plus the
+    root-only part first, since the zone's DHCP needs dnsmasq."""
+    out = root_script(o).rstrip("\n").split("\n")
+    for n, c in enumerate(commands(o, checksum), 1):
+        out.append("")
+        out.append(f"# {n}. {c.title}")
+        if c.note:
+            out.append(f"#    {c.note}")
+        out.append(c.shell)
+    return "\n".join(out) + "\n"
