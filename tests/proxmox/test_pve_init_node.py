@@ -32,7 +32,8 @@ from tests.proxmox.fakecluster import TOKEN_SECRET, Serving, serve, token_env
 from vmplane.cli import main as cli_main
 from vmplane.clouds.errors import ConflictError
 from vmplane.clouds.proxmox import node_init
-from vmplane.clouds.proxmox.node_init_script import PRIVILEGES, InitOptions, parse_checksum
+from vmplane.clouds.proxmox.node_init_script import InitOptions, parse_checksum
+from vmplane.clouds.proxmox.privileges import PRIVILEGES
 from vmplane.clouds.proxmox.session import Pve, PveTarget, token_from_env
 
 IMAGE = "debian-12-genericcloud-amd64.qcow2"
@@ -335,3 +336,9 @@ def test_access_and_zone_steps_converge_on_a_cluster_that_keeps_them(
         ("POST", "access/users/vmplane@pve/token/vmplane"),
     ]
     assert rotated.token_secret == "s3cret-new"
+
+
+def test_a_pve8_role_names_vm_monitor_for_the_guest_agent() -> None:
+    o = InitOptions("pve1", f"https://example.org/{IMAGE}", None, "sha512", pve8=True)
+    assert "VM.Monitor" in o.privileges and not [p for p in o.privileges if p.startswith("VM.GuestAgent")]
+    assert set(InitOptions("pve1", o.image_url, None, "sha512").privileges) == set(PRIVILEGES)

@@ -36,6 +36,7 @@ def init_node(
     token_name: Annotated[str, Opt("--token-name", help="The API token's name.")] = "vmplane",
     role: Annotated[str, Opt("--role", help="The role with vmplane's privileges.")] = "VmplaneProvisioner",
     rotate_token: Annotated[bool, Opt("--rotate-token", help="Replace an existing token (a new secret).")] = False,
+    pve8: Annotated[bool, Opt("--pve8", help="A PVE 8.4 cluster: VM.Monitor for the guest agent.")] = False,
     apply: Annotated[bool, Opt("--apply", help="Do it over the API (admin token from PROXMOX_TOKEN_*).")] = False,
     yes: Annotated[bool, Opt("--yes", "-y", help="Needed with --apply.")] = False,
     output: OutputOpt = "text",
@@ -76,6 +77,7 @@ def init_node(
         token_name=token_name,
         role=role,
         rotate_token=rotate_token,
+        pve8=pve8,
     )
     opts.check()
     sums = node_init.resolve_checksum(opts, pinned, node_init.fetch_https, read_file=apply)

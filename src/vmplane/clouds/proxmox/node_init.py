@@ -59,7 +59,10 @@ def fetch_https(url: str) -> bytes:
         with urllib.request.urlopen(url, timeout=FETCH_TIMEOUT) as response:
             return bytes(response.read(MAX_SUMS_BYTES))
     except OSError as e:
-        raise CloudError(f"cannot fetch {url}: {e}", code="ChecksumFetch") from e
+        raise CloudError(
+            f"cannot fetch {url}: {e} (give the image's checksum as --checksum sha512:<hex> to go on without it)",
+            code="ChecksumFetch",
+        ) from e
 
 
 def resolve_checksum(o: InitOptions, pinned: Checksum | None, fetch: Fetch, *, read_file: bool) -> Checksum:

@@ -9,42 +9,12 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from vmplane.clouds.errors import CloudError
+from vmplane.clouds.proxmox.privileges import ACL_PATHS, PRIVILEGES, PVE8_DIFFERENCES
 from vmplane.errors import UsageError
-
-# ---- temporary copy until pve-net's `clouds/proxmox/privileges.py` is merged (then import PRIVILEGES) ----
-# Each privilege vmplane's token needs, with the calls that need it (PVE 9 names).
-PRIVILEGES: dict[str, str] = {
-    "Datastore.Allocate": "delete the NoCloud ISOs it uploaded (PVE asks it for deleting storage content)",
-    "Datastore.AllocateSpace": "allocate the clones' disks and resize them",
-    "Datastore.AllocateTemplate": "upload the NoCloud ISOs (content iso)",
-    "Datastore.Audit": "list storages and their content (preflight, leftovers)",
-    "Pool.Allocate": "create and delete the environment's PVE pool",
-    "Pool.Audit": "read pools and their members",
-    "SDN.Allocate": "create and delete the SDN VNet and subnet, and apply the SDN configuration",
-    "SDN.Audit": "read SDN zones, VNets and subnets",
-    "SDN.Use": "attach the VMs' NICs to the VNet",
-    "Sys.Audit": "read nodes, cluster resources and tasks",
-    "Sys.Modify": "create and delete the cluster firewall security group (PVE checks it on /)",
-    "VM.Allocate": "clone and destroy VMs in the environment's pool",
-    "VM.Audit": "read VM configs and status",
-    "VM.Clone": "full-clone the template",
-    "VM.Config.CDROM": "attach the NoCloud ISO as a CD-ROM",
-    "VM.Config.CPU": "set cores",
-    "VM.Config.Disk": "resize the disk",
-    "VM.Config.Memory": "set memory",
-    "VM.Config.Network": "set net0, the VM firewall options and its group rule",
-    "VM.Config.Options": "set name, tags, description and the agent option",
-    "VM.GuestAgent.Audit": "ping the guest agent",
-    "VM.GuestAgent.FileRead": "read the readiness sentinel file",
-    "VM.GuestAgent.FileWrite": "write files through the agent",
-    "VM.GuestAgent.Unrestricted": "run commands (agent/exec, exec-status): vmplane exec and the runtime push",
-    "VM.PowerMgmt": "start and stop VMs",
-}
-# ---- end of the temporary copy ----
 
 ALGORITHMS = ("sha256", "sha512")
 _ZONE = re.compile(r"^[a-zA-Z][a-zA-Z0-9]*[a-zA-Z0-9]$")  # PVE's pattern for an SDN zone id, 2-8 chars
@@ -52,6 +22,15 @@ _NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$")  # a DNS name, 
 _ID = re.compile(r"^[A-Za-z][A-Za-z0-9._-]*$")  # a role or token name
 _USER = re.compile(r"^[^\s:/@]+@[A-Za-z0-9._-]+$")
 _STORAGE = re.compile(r"^[a-z][a-z0-9._-]*$", re.I)
+
+
+# Why the grant is on / (propagating), and how to narrow it to the paths the privileges act on.
+NARROWING = (
+    "on / because vmplane acts on "
+    + ", ".join(f"{path} ({prefix}*)" for prefix, path in ACL_PATHS.items())
+    + "; to narrow it, split the role: the Sys.* privileges on / with --propagate 0, the others on "
+    "their own paths"
+)
 
 
 @dataclass(frozen=True)
@@ -125,7 +104,13 @@ class InitOptions:
     token_name: str = "vmplane"
     role: str = "VmplaneProvisioner"
     rotate_token: bool = False
-    privileges: tuple[str, ...] = field(default_factory=lambda: tuple(sorted(PRIVILEGES)))
+    pve8: bool = False  # PVE 8.4 (import content exists) has VM.Monitor where PVE 9 has VM.GuestAgent.*
+
+    @property
+    def privileges(self) -> tuple[str, ...]:
+        """Exactly what vmplane's calls need (`privileges.py`), in PVE 8's names on a PVE 8 cluster."""
+        names = {PVE8_DIFFERENCES.get(p, p) for p in PRIVILEGES} if self.pve8 else set(PRIVILEGES)
+        return tuple(sorted(names))
 
     def check(self) -> None:
         """Refuse values PVE would refuse, naming the option (before any call)."""
@@ -231,9 +216,7 @@ def commands(o: InitOptions, checksum: Checksum) -> list[Command]:
             "acl",
             f"grant {o.role} to {o.user} on /",
             ("pveum", "acl", "modify", "/", "--roles", o.role, "--users", o.user),
-            "on / because SDN (/sdn), pools (/pool), storages (/storage) and the cluster firewall (/) are all "
-            "touched; to narrow it, grant the role on /pool/<env pool>, /storage/<id>, /sdn/zones/<zone> and "
-            "/vms instead (Sys.Modify on / stays needed for firewall groups)",
+            NARROWING,
         ),
         Command(
             "token",
