@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import http.server
+import json
 import shutil
 import ssl
 import subprocess
@@ -167,8 +168,6 @@ def test_dry_run_json_reads_the_published_checksum(
     monkeypatch.setenv("SSL_CERT_FILE", ca)  # the system store, as urllib sees it, is the local server's CA
     result = cli(["proxmox", "init-node", "--node", "pve1", "-o", "json", *_image_args(base)])
     assert result.exit_code == 0, result.output
-    import json
-
     doc = json.loads(result.stdout)
     assert doc["mode"] == "dry-run" and doc["checksum"] == f"sha512:{SHA}"
     assert [s["key"] for s in doc["steps"]] == [
@@ -196,7 +195,11 @@ def test_a_pin_the_published_sums_disagree_with_stops_before_any_call(
 
 
 def test_apply_makes_the_template_zone_role_user_and_token_then_converges(
-    cli: Callable[..., Ran], cluster: Serving, sums_server: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+    cli: Callable[..., Ran],
+    cluster: Serving,
+    sums_server: tuple[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
     monkeypatch.setenv("SSL_CERT_FILE", sums_server[1])
     monkeypatch.setenv("VMPLANE_LOG_LEVEL", "debug")  # every log line on stderr: the secret must be in none
@@ -221,11 +224,25 @@ def test_apply_makes_the_template_zone_role_user_and_token_then_converges(
     assert acl == {"path": ["/"], "roles": ["VmplaneProvisioner"], "users": ["vmplane@pve"]}
     assert next(b for m, p, b in writes if p == "access/users/vmplane@pve/token/vmplane")["privsep"] == ["0"]
     # The new token's secret (the fake's made-up "fake") goes to stdout once, nowhere else.
-    assert result.stdout.count("export PROXMOX_TOKEN_SECRET='fake'") == 1
-    assert "fake'" not in result.stderr and TOKEN_SECRET not in result.stdout + result.stderr
+    assert result.stdout.count("export PROXMOX_TOKEN_SECRET=fake") == 1
+    assert "fake" not in result.stderr and TOKEN_SECRET not in result.stdout + result.stderr
 
     before = len(cluster.pve.requests)
-    again = _apply(cli, cluster, sums_server[0], "--apply", "--yes")
+    # The re-run takes endpoint, node and caFile from an environment file instead of the options.
+    env_file = tmp_path / "env.jsonc"
+    provider = {"cloud": "proxmox", "endpoint": cluster.pve.url, "node": "pve1", "caFile": cluster.cafile}
+    env_file.write_text(
+        json.dumps(
+            {
+                "name": "demo",
+                "org": "acme",
+                "provider": provider,
+                "pools": {"web": {"mode": "fixed", "size": 1, "template": 9001}},
+            }
+        )
+    )
+    image = _image_args(sums_server[0], "--vmid", "9001", "--name", "debian-12-cloud")
+    again = cli(["proxmox", "init-node", "-f", str(env_file), *image, "--apply", "--yes", "-o", "json"])
     assert again.exit_code == 0, again.output
     rerun = [(m, p) for m, p, _ in _writes(cluster)[len(writes) :]]
     # What the fake stores is found and left alone; only what it cannot store (SDN, access) is re-sent.
@@ -236,6 +253,8 @@ def test_apply_makes_the_template_zone_role_user_and_token_then_converges(
         "nodes/pve1/qemu/9001/template",
     }, rerun
     assert len(cluster.pve.requests) > before
+    steps = {x["key"]: x["status"] for x in json.loads(again.stdout)["steps"]}
+    assert steps["vm"] == steps["template"] == steps["image"] == "skipped"
 
 
 def test_a_vm_left_by_a_killed_run_is_finished_and_a_foreign_one_refused(

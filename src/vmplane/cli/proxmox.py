@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -131,7 +132,7 @@ def _report(as_json: bool, opts: Any, checksum: str, done: Any, root: str) -> No
         out += [
             "",
             "The token's secret, shown this once (vmplane keeps no copy):",
-            f"export PROXMOX_TOKEN_ID='{opts.token_id}'",
-            f"export PROXMOX_TOKEN_SECRET='{secret}'",
+            f"export PROXMOX_TOKEN_ID={shlex.quote(opts.token_id)}",
+            f"export PROXMOX_TOKEN_SECRET={shlex.quote(secret)}",
         ]
     sys.stdout.write("\n".join(out) + "\n")
