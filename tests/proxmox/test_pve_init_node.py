@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import http.server
 import json
+import re
 import shutil
 import ssl
 import subprocess
@@ -361,3 +362,11 @@ def test_a_pve8_role_names_vm_monitor_for_the_guest_agent() -> None:
     o = InitOptions("pve1", f"https://example.org/{IMAGE}", None, "sha512", pve8=True)
     assert "VM.Monitor" in o.privileges and not [p for p in o.privileges if p.startswith("VM.GuestAgent")]
     assert set(InitOptions("pve1", o.image_url, None, "sha512").privileges) == set(PRIVILEGES)
+
+
+def test_the_readme_lists_exactly_the_privileges() -> None:
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    section = readme.split("## Proxmox VE: initialising a node", 1)[1].split("\n## ", 1)[0]
+    listed = section.split("**The privileges vmplane's token needs**", 1)[1].split("On PVE 8.4", 1)[0]
+    named = set(re.findall(r"`((?:VM|Datastore|Pool|SDN|Sys)\.[A-Za-z.]+)`", listed))
+    assert named == set(PRIVILEGES)
