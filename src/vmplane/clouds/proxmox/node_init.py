@@ -9,7 +9,6 @@ returned once to the caller to print, never logged.
 
 from __future__ import annotations
 
-import time
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from vmplane.clouds.proxmox.node_init_script import (
     root_script,
 )
 from vmplane.clouds.proxmox.session import TASK_TIMEOUT, Pve, PveTarget, token_from_env
+from vmplane.clouds.waits import poll
 
 # The CLI reaches the Proxmox package only through this module (pyproject's import contract).
 __all__ = [
@@ -140,13 +140,13 @@ def _ensure_image(pve: Pve, o: InitOptions, checksum: Checksum, out: Applied) ->
 
 
 def _wait_unlocked(pve: Pve, o: InitOptions, node: str) -> dict[str, Any]:
-    """The VM's config once no task holds it (a create an earlier, killed run started may still run)."""
-    deadline = time.monotonic() + TASK_TIMEOUT
-    while True:
+    """The VM's config once no task holds it (a create that an earlier, killed run started may still run)."""
+
+    def unlocked() -> dict[str, Any] | None:
         config = dict(pve.get(f"nodes/{node}/qemu/{o.vmid}/config"))
-        if not config.get("lock") or time.monotonic() > deadline:
-            return config
-        time.sleep(1.0)
+        return None if config.get("lock") else config
+
+    return poll(unlocked, what=f"VM {o.vmid}'s lock", timeout=TASK_TIMEOUT, cap=3.0)
 
 
 def _ensure_template(pve: Pve, o: InitOptions, checksum: Checksum, out: Applied) -> None:
