@@ -57,6 +57,8 @@ def fetch_https(url: str) -> bytes:
         raise CloudError(f"checksum files are fetched over https only, not {url}", code="InsecureChecksumURL")
     try:
         with urllib.request.urlopen(url, timeout=FETCH_TIMEOUT) as response:
+            if urlsplit(response.geturl()).scheme != "https":  # a redirect may not leave TLS either
+                raise CloudError(f"{url} redirected to {response.geturl()}, not https", code="InsecureChecksumURL")
             return bytes(response.read(MAX_SUMS_BYTES))
     except OSError as e:
         raise CloudError(
