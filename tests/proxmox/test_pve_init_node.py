@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import http.server
 import json
+import os
 import re
 import shutil
 import ssl
@@ -33,10 +34,12 @@ from tests.proxmox.fakecluster import TOKEN_SECRET, Serving, serve, token_env
 
 from vmplane.cli import main as cli_main
 from vmplane.clouds.errors import ConflictError
+from vmplane.clouds.faults import FAULT_MARKER, FAULT_PAUSE_ENV
 from vmplane.clouds.proxmox import node_init
 from vmplane.clouds.proxmox.node_init_script import InitOptions, parse_checksum
 from vmplane.clouds.proxmox.privileges import PRIVILEGES
 from vmplane.clouds.proxmox.session import Pve, PveTarget, token_from_env
+from vmplane.clouds.waits import poll
 
 IMAGE = "debian-12-genericcloud-amd64.qcow2"
 SHA = hashlib.sha512(b"the image").hexdigest()
@@ -370,3 +373,29 @@ def test_the_readme_lists_exactly_the_privileges() -> None:
     listed = section.split("**The privileges vmplane's token needs**", 1)[1].split("On PVE 8.4", 1)[0]
     named = set(re.findall(r"`((?:VM|Datastore|Pool|SDN|Sys)\.[A-Za-z.]+)`", listed))
     assert named == set(PRIVILEGES)
+
+
+@pytest.mark.parametrize("kill_after", ["POST /nodes/{node}/storage/{storage}/download-url", "POST /nodes/{node}/qemu"])
+def test_a_run_killed_after_a_call_is_finished_by_the_next(
+    kill_after: str, cli: Callable[..., Ran], cluster: Serving, tmp_path: Path
+) -> None:
+    """kill -9 right after the call returned (the task it started runs on), then a re-run: the state of
+    one clean run, nothing made twice."""
+    args = ["proxmox", "init-node", "--endpoint", cluster.pve.url, "--ca-file", cluster.cafile, "--node", "pve1"]
+    args += ["--image-url", f"https://example.org/{IMAGE}", "--checksum", f"sha512:{SHA}", "--vmid", "9003"]
+    args += ["--name", "debian-12-cloud", "--apply", "--yes"]
+    env = dict(os.environ, VMPLANE_HOME=str(tmp_path), **{FAULT_PAUSE_ENV: kill_after})
+    marker = tmp_path / FAULT_MARKER
+    proc = subprocess.Popen([sys.executable, "-m", "vmplane", *args], env=env, stdout=subprocess.DEVNULL)
+    try:
+        poll(lambda: marker.exists() or None, what="the fault marker", timeout=60)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert cli(args).exit_code == 0
+    vm = cluster.run(lambda: cluster.pve.vm(9003))
+    assert vm.template and vm.config["agent"] == "enabled=1"
+    made = [p for m, p, _ in _writes(cluster) if p in ("nodes/pve1/qemu", "nodes/pve1/storage/local/download-url")]
+    assert sorted(made) == ["nodes/pve1/qemu", "nodes/pve1/storage/local/download-url"]
+    files = cluster.run(lambda: [v for v in cluster.pve.storages["local"]["volumes"] if v.startswith("import/")])
+    assert files == [f"import/debian-12-genericcloud-amd64-{SHA[:12]}.qcow2"]
