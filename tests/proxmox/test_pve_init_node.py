@@ -399,3 +399,24 @@ def test_a_run_killed_after_a_call_is_finished_by_the_next(
     assert sorted(made) == ["nodes/pve1/qemu", "nodes/pve1/storage/local/download-url"]
     files = cluster.run(lambda: [v for v in cluster.pve.storages["local"]["volumes"] if v.startswith("import/")])
     assert files == [f"import/debian-12-genericcloud-amd64-{SHA[:12]}.qcow2"]
+
+
+def test_a_download_still_running_from_a_killed_run_is_waited_for_not_repeated(cluster: Serving) -> None:
+    cluster.run(lambda: cluster.pve.storages["local"].update(content="iso,vztmpl,backup,import"))
+    pve = Pve(PveTarget(cluster.pve.url, ("pve1",), ca_file=cluster.cafile), token_from_env())
+    o = InitOptions("pve1", f"https://example.org/{IMAGE}", None, "sha512", vmid=9004, name="debian-12-cloud")
+    checksum = parse_checksum(f"sha512:{SHA}")
+    cluster.pve.time_scale = 0.05  # the earlier run's download takes a moment (5 PVE seconds)
+    upid = pve.post(
+        "nodes/pve1/storage/local/download-url",
+        content="import",
+        url=o.image_url,
+        filename=o.import_file(checksum),
+        checksum=SHA,
+        **{"checksum-algorithm": "sha512"},
+    )
+    assert cluster.run(lambda: cluster.pve.tasks[upid].get("endtime")) is None  # still running (asleep)
+    cluster.pve.time_scale = 0
+    done = node_init.apply(pve, o, checksum)
+    assert ("image", "skipped") in [(x.key, x.status) for x in done.outcomes]
+    assert [p for _, p, _ in _writes(cluster)].count("nodes/pve1/storage/local/download-url") == 1

@@ -9,6 +9,7 @@ returned once to the caller to print, never logged.
 
 from __future__ import annotations
 
+import contextlib
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -129,6 +130,13 @@ def _ensure_storage(pve: Pve, o: InitOptions, out: Applied) -> None:
 
 def _ensure_image(pve: Pve, o: InitOptions, checksum: Checksum, out: Applied) -> str:
     volid = f"{o.iso_storage}:import/{o.import_file(checksum)}"
+    # A download a killed run started may still run: let it end (PVE keeps the file only if it verified)
+    # rather than start a second one of the same file.
+    for task in pve.get(f"nodes/{o.node}/tasks", source="active", typefilter="download") or []:
+        mine = task.get("type") == "download" and task.get("id") == o.iso_storage and not task.get("endtime")
+        if mine and str(task.get("upid", "")).startswith("UPID:"):
+            with contextlib.suppress(CloudError):  # it failed (or is gone): the check below downloads again
+                pve.wait_task(o.node, str(task["upid"]), what="an earlier download")
     have = pve.get(f"nodes/{o.node}/storage/{o.iso_storage}/content", content="import") or []
     if any(v.get("volid") == volid for v in have):
         out.add("image", "skipped", f"{volid} is there (PVE keeps a download only once its checksum matched)")
