@@ -33,10 +33,10 @@ from fakepve.certs import make_cert
 from tests.proxmox.fakecluster import TOKEN_SECRET, Serving, serve, token_env
 
 from vmplane.cli import main as cli_main
-from vmplane.clouds.errors import ConflictError
+from vmplane.clouds.errors import CloudError, ConflictError
 from vmplane.clouds.faults import FAULT_MARKER, FAULT_PAUSE_ENV
 from vmplane.clouds.proxmox import node_init
-from vmplane.clouds.proxmox.node_init_script import InitOptions, parse_checksum
+from vmplane.clouds.proxmox.node_init_script import InitOptions, checksum_from_sums, parse_checksum
 from vmplane.clouds.proxmox.privileges import PRIVILEGES
 from vmplane.clouds.proxmox.session import Pve, PveTarget, token_from_env
 from vmplane.clouds.waits import poll
@@ -161,7 +161,7 @@ def test_dry_run_prints_every_step_as_a_script_that_passes_shellcheck(
     check = subprocess.run([sc, "--shell=sh", str(script)], capture_output=True, text=True)
     assert check.returncode == 0, check.stdout
     root = tmp_path / "root.sh"
-    root.write_text(node_init.root_script(InitOptions("pve1", f"https://x/{IMAGE}", None, "sha512")))
+    root.write_text(node_init.root_script(InitOptions("pve1", f"https://x/{IMAGE}", None)))
     assert subprocess.run([sc, str(root)], capture_output=True).returncode == 0
 
 
@@ -267,7 +267,7 @@ def test_a_vm_left_by_a_killed_run_is_finished_and_a_foreign_one_refused(
     cluster.run(lambda: cluster.pve.storages["local"].update(content="iso,vztmpl,backup,import"))
     cluster.run(lambda: cluster.pve.add_vm(9002, "debian-12-cloud", node="pve1", config={"agent": "0"}))
     pve = Pve(PveTarget(cluster.pve.url, ("pve1",), ca_file=cluster.cafile), token_from_env())
-    o = InitOptions("pve1", f"https://example.org/{IMAGE}", None, "sha512", vmid=9002, name="debian-12-cloud")
+    o = InitOptions("pve1", f"https://example.org/{IMAGE}", None, vmid=9002, name="debian-12-cloud")
     done = node_init.apply(pve, o, parse_checksum(f"sha512:{SHA}"))
     assert [(x.key, x.status) for x in done.outcomes][:4] == [
         ("storage", "skipped"),
@@ -280,7 +280,7 @@ def test_a_vm_left_by_a_killed_run_is_finished_and_a_foreign_one_refused(
     with pytest.raises(ConflictError, match="VMID 9000 is taken by 'debian-12-cloud'"):
         node_init.apply(
             pve,
-            InitOptions("pve1", f"https://example.org/{IMAGE}", None, "sha512", name="other"),
+            InitOptions("pve1", f"https://example.org/{IMAGE}", None, name="other"),
             parse_checksum(f"sha512:{SHA}"),
         )
 
@@ -336,7 +336,7 @@ def test_access_and_zone_steps_converge_on_a_cluster_that_keeps_them(
     cli: Callable[..., Ran],
 ) -> None:
     store = StoredAccess()
-    o = InitOptions("pve1", f"https://example.org/{IMAGE}", None, "sha512")
+    o = InitOptions("pve1", f"https://example.org/{IMAGE}", None)
     first = node_init.Applied()
     node_init._ensure_zone(store, o, first)  # type: ignore[arg-type]
     node_init._ensure_access(store, o, first)  # type: ignore[arg-type]
@@ -353,7 +353,7 @@ def test_access_and_zone_steps_converge_on_a_cluster_that_keeps_them(
     assert second.token_secret is None and "--rotate-token" in second.outcomes[-1].detail
     store.writes.clear()
     rotated = node_init.Applied()
-    node_init._ensure_access(store, InitOptions("pve1", o.image_url, None, "sha512", rotate_token=True), rotated)  # type: ignore[arg-type]
+    node_init._ensure_access(store, InitOptions("pve1", o.image_url, None, rotate_token=True), rotated)  # type: ignore[arg-type]
     assert store.writes[-2:] == [
         ("DELETE", "access/users/vmplane@pve/token/vmplane"),
         ("POST", "access/users/vmplane@pve/token/vmplane"),
@@ -362,9 +362,9 @@ def test_access_and_zone_steps_converge_on_a_cluster_that_keeps_them(
 
 
 def test_a_pve8_role_names_vm_monitor_for_the_guest_agent() -> None:
-    o = InitOptions("pve1", f"https://example.org/{IMAGE}", None, "sha512", pve8=True)
+    o = InitOptions("pve1", f"https://example.org/{IMAGE}", None, pve8=True)
     assert "VM.Monitor" in o.privileges and not [p for p in o.privileges if p.startswith("VM.GuestAgent")]
-    assert set(InitOptions("pve1", o.image_url, None, "sha512").privileges) == set(PRIVILEGES)
+    assert set(InitOptions("pve1", o.image_url, None).privileges) == set(PRIVILEGES)
 
 
 def test_the_readme_lists_exactly_the_privileges() -> None:
@@ -404,7 +404,7 @@ def test_a_run_killed_after_a_call_is_finished_by_the_next(
 def test_a_download_still_running_from_a_killed_run_is_waited_for_not_repeated(cluster: Serving) -> None:
     cluster.run(lambda: cluster.pve.storages["local"].update(content="iso,vztmpl,backup,import"))
     pve = Pve(PveTarget(cluster.pve.url, ("pve1",), ca_file=cluster.cafile), token_from_env())
-    o = InitOptions("pve1", f"https://example.org/{IMAGE}", None, "sha512", vmid=9004, name="debian-12-cloud")
+    o = InitOptions("pve1", f"https://example.org/{IMAGE}", None, vmid=9004, name="debian-12-cloud")
     checksum = parse_checksum(f"sha512:{SHA}")
     cluster.pve.time_scale = 0.05  # the earlier run's download takes a moment (5 PVE seconds)
     upid = pve.post(
@@ -420,3 +420,15 @@ def test_a_download_still_running_from_a_killed_run_is_waited_for_not_repeated(c
     done = node_init.apply(pve, o, checksum)
     assert ("image", "skipped") in [(x.key, x.status) for x in done.outcomes]
     assert [p for _, p, _ in _writes(cluster)].count("nodes/pve1/storage/local/download-url") == 1
+
+
+def test_published_sums_files_of_both_distributions_are_read_and_only_over_https() -> None:
+    ubuntu = f"{SHA[:64]} *noble-server-cloudimg-amd64.img\n{OTHER[:64]} *noble-server-cloudimg-arm64.img\n"
+    got = checksum_from_sums(ubuntu, "noble-server-cloudimg-amd64.img", "SHA256SUMS")
+    assert (got.algorithm, got.value) == ("sha256", SHA[:64])
+    o = InitOptions("pve1", "https://x/noble-server-cloudimg-amd64.img", None)
+    assert o.import_file(got) == f"noble-server-cloudimg-amd64-{SHA[:12]}.qcow2"  # PVE's import takes .qcow2
+    with pytest.raises(CloudError, match="no checksum for debian"):
+        checksum_from_sums(ubuntu, IMAGE, "SHA256SUMS")
+    with pytest.raises(CloudError, match="https only"):
+        node_init.fetch_https("http://127.0.0.1:1/SHA512SUMS")

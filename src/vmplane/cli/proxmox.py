@@ -67,7 +67,6 @@ def init_node(
         node=node,
         image_url=image_url or source.url,
         checksum_url=checksum_url or (None if image_url else source.checksum_url),
-        algorithm=pinned.algorithm if pinned else ("sha512" if image_url else source.algorithm),
         vmid=vmid,
         name=name or (source.name if image_url is None else "cloud-template"),
         storage=storage,

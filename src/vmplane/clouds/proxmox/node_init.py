@@ -77,7 +77,7 @@ def resolve_checksum(o: InitOptions, pinned: Checksum | None, fetch: Fetch, *, r
             raise CloudError("give --checksum or a checksum file URL for the image", code="NoChecksum")
         return pinned
     text = fetch(o.checksum_url).decode("utf-8", "replace")
-    published = checksum_from_sums(text, o.image_file, o.algorithm, o.checksum_url)
+    published = checksum_from_sums(text, o.image_file, o.checksum_url)
     if pinned is not None and pinned.tag != published.tag:
         raise CloudError(
             f"--checksum {pinned.algorithm}:{pinned.value[:12]}… does not match {o.checksum_url} "

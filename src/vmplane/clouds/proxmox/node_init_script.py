@@ -16,7 +16,6 @@ from vmplane.clouds.errors import CloudError
 from vmplane.clouds.proxmox.privileges import ACL_PATHS, PRIVILEGES, PVE8_DIFFERENCES
 from vmplane.errors import UsageError
 
-ALGORITHMS = ("sha256", "sha512")
 _ZONE = re.compile(r"^[a-zA-Z][a-zA-Z0-9]*[a-zA-Z0-9]$")  # PVE's pattern for an SDN zone id, 2-8 chars
 _NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$")  # a DNS name, as PVE wants a VM name
 _ID = re.compile(r"^[A-Za-z][A-Za-z0-9._-]*$")  # a role or token name
@@ -37,7 +36,6 @@ NARROWING = (
 class CloudImage:
     url: str
     checksum_url: str  # the distribution's published SHA512SUMS / SHA256SUMS next to the image
-    algorithm: str
     name: str  # the default template name
 
 
@@ -46,13 +44,11 @@ IMAGES: dict[str, CloudImage] = {
     "debian-12": CloudImage(
         "https://cloud.debian.org/images/cloud/bookworm/latest/debian-12-genericcloud-amd64.qcow2",
         "https://cloud.debian.org/images/cloud/bookworm/latest/SHA512SUMS",
-        "sha512",
         "debian-12-cloud",
     ),
     "ubuntu-24.04": CloudImage(
         "https://cloud-images.ubuntu.com/noble/current/noble-server-cloudimg-amd64.img",
         "https://cloud-images.ubuntu.com/noble/current/SHA256SUMS",
-        "sha256",
         "ubuntu-2404-cloud",
     ),
 }
@@ -79,11 +75,13 @@ def parse_checksum(text: str, source: str = "--checksum") -> Checksum:
     return Checksum(algorithm, value, source)
 
 
-def checksum_from_sums(text: str, file_name: str, algorithm: str, source: str) -> Checksum:
-    """The line of a SHA512SUMS/SHA256SUMS file (`<hex>  <name>` or `<hex> *<name>`) for `file_name`."""
+def checksum_from_sums(text: str, file_name: str, source: str) -> Checksum:
+    """The line of a SHA512SUMS/SHA256SUMS file (`<hex>  <name>` or `<hex> *<name>`) for `file_name`; the
+    algorithm is the one the digest's length says."""
     for line in text.splitlines():
         parts = line.split()
         if len(parts) == 2 and parts[1].lstrip("*") == file_name:
+            algorithm = {64: "sha256", 128: "sha512"}.get(len(parts[0]), "unknown")
             return parse_checksum(f"{algorithm}:{parts[0]}", source)
     raise CloudError(f"{source} has no checksum for {file_name}", code="NoChecksum")
 
@@ -93,7 +91,6 @@ class InitOptions:
     node: str
     image_url: str
     checksum_url: str | None  # None: --checksum alone pins the image
-    algorithm: str
     vmid: int = 9000
     name: str = "debian-12-cloud"
     storage: str = "local-lvm"
