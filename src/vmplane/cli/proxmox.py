@@ -37,6 +37,10 @@ def init_node(
     token_name: Annotated[str, Opt("--token-name", help="The API token's name.")] = "vmplane",
     role: Annotated[str, Opt("--role", help="The role with vmplane's privileges.")] = "VmplaneProvisioner",
     rotate_token: Annotated[bool, Opt("--rotate-token", help="Replace an existing token (a new secret).")] = False,
+    bake_agent: Annotated[
+        bool,
+        Opt("--bake-agent/--no-bake-agent", help="Install qemu-guest-agent into the image (root, virt-customize)."),
+    ] = True,
     pve8: Annotated[bool, Opt("--pve8", help="A PVE 8.4 cluster: VM.Monitor for the guest agent.")] = False,
     apply: Annotated[bool, Opt("--apply", help="Do it over the API (admin token from PROXMOX_TOKEN_*).")] = False,
     yes: Annotated[bool, Opt("--yes", "-y", help="Needed with --apply.")] = False,
@@ -78,6 +82,7 @@ def init_node(
         role=role,
         rotate_token=rotate_token,
         pve8=pve8,
+        bake_agent=bake_agent,
     )
     opts.check()
     sums = node_init.resolve_checksum(opts, pinned, node_init.fetch_https, read_file=apply)
@@ -119,14 +124,19 @@ def _report(as_json: bool, opts: Any, checksum: str, done: Any, root: str) -> No
             "mode": "apply",
             "checksum": checksum,
             "steps": [{"key": o.key, "status": o.status, "detail": o.detail} for o in done.outcomes],
-            "script": root,
+            "script": done.pending_script or root,
+            "pending": bool(done.pending_script),
         }
         if secret:
             doc["token"] = {"id": opts.token_id, "secret": secret}
         print_json(doc)
         return
     out = [f"{o.status:8} {o.key:10} {o.detail}" for o in done.outcomes]
-    out += ["", "Run on the node as root (no API call installs a package):", root.rstrip("\n")]
+    if done.pending_script:
+        out += ["", "The template waits for this: run it on the node as root, then this command again:"]
+        out += [done.pending_script.rstrip("\n")]
+    else:
+        out += ["", "Run on the node as root (no API call installs a package):", root.rstrip("\n")]
     if secret:
         out += [
             "",

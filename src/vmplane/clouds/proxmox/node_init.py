@@ -21,6 +21,7 @@ from vmplane.clouds.proxmox.node_init_script import (
     IMAGES,
     Checksum,
     InitOptions,
+    bake_script,
     checksum_from_sums,
     commands,
     full_script,
@@ -98,6 +99,7 @@ class Outcome:
 class Applied:
     outcomes: list[Outcome] = field(default_factory=list)
     token_secret: str | None = field(default=None, repr=False)  # only when a token was made this run
+    pending_script: str | None = None  # root-only work the template waits for
 
     def add(self, key: str, status: str, detail: str) -> None:
         self.outcomes.append(Outcome(key, status, detail))
@@ -128,7 +130,7 @@ def _ensure_storage(pve: Pve, o: InitOptions, out: Applied) -> None:
     out.add("storage", "updated", f"{o.iso_storage} content {','.join([*content, 'import'])}")
 
 
-def _ensure_image(pve: Pve, o: InitOptions, checksum: Checksum, out: Applied) -> str:
+def _ensure_image(pve: Pve, o: InitOptions, checksum: Checksum, out: Applied) -> None:
     volid = f"{o.iso_storage}:import/{o.import_file(checksum)}"
     # A download a killed run started may still run: let it end (PVE keeps the file only if it verified)
     # rather than start a second one of the same file.
@@ -137,16 +139,14 @@ def _ensure_image(pve: Pve, o: InitOptions, checksum: Checksum, out: Applied) ->
         if mine and str(task.get("upid", "")).startswith("UPID:"):
             with contextlib.suppress(CloudError):  # it failed (or is gone): the check below downloads again
                 pve.wait_task(o.node, str(task["upid"]), what="an earlier download")
-    have = pve.get(f"nodes/{o.node}/storage/{o.iso_storage}/content", content="import") or []
-    if any(v.get("volid") == volid for v in have):
+    if _has_volume(pve, o, o.import_file(checksum)):
         out.add("image", "skipped", f"{volid} is there (PVE keeps a download only once its checksum matched)")
-        return volid
+        return
     params: dict[str, Any] = {"content": "import", "url": o.image_url, "filename": o.import_file(checksum)}
     params |= {"checksum": checksum.value, "checksum-algorithm": checksum.algorithm}
     path = f"nodes/{o.node}/storage/{o.iso_storage}/download-url"
     pve.run_task("POST", path, node=o.node, what=f"download of {o.image_file}", **params)
     out.add("image", "created", f"{volid} ({checksum.algorithm} verified by the node)")
-    return volid
 
 
 def _wait_unlocked(pve: Pve, o: InitOptions, node: str) -> dict[str, Any]:
@@ -159,22 +159,35 @@ def _wait_unlocked(pve: Pve, o: InitOptions, node: str) -> dict[str, Any]:
     return poll(unlocked, what=f"VM {o.vmid}'s lock", timeout=TASK_TIMEOUT, cap=3.0)
 
 
+def _has_volume(pve: Pve, o: InitOptions, file: str) -> bool:
+    have = pve.get(f"nodes/{o.node}/storage/{o.iso_storage}/content", content="import") or []
+    return any(v.get("volid") == f"{o.iso_storage}:import/{file}" for v in have)
+
+
 def _ensure_template(pve: Pve, o: InitOptions, checksum: Checksum, out: Applied) -> None:
+    """The image, the VM from it and its conversion; a template already there needs none of them."""
     vm = _vm(pve, o.vmid)
     if vm is not None and vm.get("name") != o.name:
         raise ConflictError(f"VMID {o.vmid} is taken by {vm.get('name')!r} on {vm.get('node')}; pass --vmid")
+    node = str((vm or {}).get("node") or o.node)
+    config = _wait_unlocked(pve, o, node) if vm is not None else {}
+    if str(config.get("template", 0)) == "1":
+        for key in ("image", "vm", "template"):
+            out.add(key, "skipped", f"VM {o.vmid} {o.name} is a template on {node}")
+        return
     if vm is None:
+        _ensure_image(pve, o, checksum, out)
+        if o.bake_agent and not _has_volume(pve, o, o.agent_file(checksum)):
+            out.add("vm", "pending", f"waits for {o.agent_file(checksum)}: run the script below, then this again")
+            out.pending_script = bake_script(o, checksum)
+            return
         params: dict[str, Any] = dict(commands_params(o, checksum))
         pve.run_task("POST", f"nodes/{o.node}/qemu", node=o.node, what=f"create of VM {o.vmid}", **params)
-        out.add("vm", "created", f"VM {o.vmid} {o.name} on {o.node}, agent on")
-        node = o.node
+        out.add("vm", "created", f"VM {o.vmid} {o.name} on {o.node} from {o.template_file(checksum)}, agent on")
+        config = _wait_unlocked(pve, o, node)
     else:
-        node = str(vm.get("node") or o.node)
+        out.add("image", "skipped", f"VM {o.vmid} {o.name} exists")
         out.add("vm", "skipped", f"VM {o.vmid} {o.name} exists on {node}")
-    config = _wait_unlocked(pve, o, node)
-    if str(config.get("template", 0)) == "1":
-        out.add("template", "skipped", f"VM {o.vmid} is a template")
-        return
     if "enabled=1" not in str(config.get("agent", "")) and str(config.get("agent", "")) != "1":
         pve.put(f"nodes/{node}/qemu/{o.vmid}/config", agent="enabled=1")
     pve.run_task("POST", f"nodes/{node}/qemu/{o.vmid}/template", node=node, what=f"template of VM {o.vmid}")
@@ -247,7 +260,6 @@ def apply(pve: Pve, o: InitOptions, checksum: Checksum) -> Applied:
     """Every step over the API, each checking first; in the order of the script."""
     out = Applied()
     _ensure_storage(pve, o, out)
-    _ensure_image(pve, o, checksum, out)
     _ensure_template(pve, o, checksum, out)
     _ensure_zone(pve, o, out)
     _ensure_access(pve, o, out)

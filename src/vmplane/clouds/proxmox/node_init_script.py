@@ -102,6 +102,9 @@ class InitOptions:
     role: str = "VmplaneProvisioner"
     rotate_token: bool = False
     pve8: bool = False  # PVE 8.4 (import content exists) has VM.Monitor where PVE 9 has VM.GuestAgent.*
+    # Debian's and Ubuntu's cloud images ship without qemu-guest-agent: install it into a copy of the image
+    # on the node (virt-customize, root only) before the template is made from that copy.
+    bake_agent: bool = True
 
     @property
     def privileges(self) -> tuple[str, ...]:
@@ -140,6 +143,14 @@ class InitOptions:
         stem = re.sub(r"\.(qcow2|img|raw)$", "", self.image_file) or "image"
         return f"{re.sub(r'[^A-Za-z0-9._-]', '-', stem)}-{checksum.value[:12]}.qcow2"
 
+    def agent_file(self, checksum: Checksum) -> str:
+        """The copy of the image with qemu-guest-agent installed: its existence on the storage is how
+        --apply knows the root-only step ran (the script writes it last, by a rename)."""
+        return self.import_file(checksum).removesuffix(".qcow2") + "-agent.qcow2"
+
+    def template_file(self, checksum: Checksum) -> str:
+        return self.agent_file(checksum) if self.bake_agent else self.import_file(checksum)
+
     @property
     def token_id(self) -> str:
         return f"{self.user}!{self.token_name}"
@@ -163,7 +174,7 @@ def _argv(*groups: tuple[str, ...]) -> tuple[str, ...]:
 
 def commands(o: InitOptions, checksum: Checksum) -> list[Command]:
     """Every step as the command a root shell on the node runs, in order."""
-    f = o.import_file(checksum)
+    f, t = o.import_file(checksum), o.template_file(checksum)
     return [
         Command(
             "storage",
@@ -183,11 +194,12 @@ def commands(o: InitOptions, checksum: Checksum) -> list[Command]:
         ),
         Command(
             "vm",
-            f"create VM {o.vmid} {o.name} from the image, guest agent on",
+            f"create VM {o.vmid} {o.name} from {'the image with the agent' if o.bake_agent else 'the image'}, "
+            "guest agent on",
             _argv(
                 ("qm", "create", str(o.vmid), "--name", o.name, "--memory", "1024", "--cores", "1"),
                 ("--net0", f"virtio,bridge={o.bridge}", "--scsihw", "virtio-scsi-single"),
-                ("--scsi0", f"{o.storage}:0,import-from={o.iso_storage}:import/{f}", "--boot", "order=scsi0"),
+                ("--scsi0", f"{o.storage}:0,import-from={o.iso_storage}:import/{t}", "--boot", "order=scsi0"),
                 ("--serial0", "socket", "--vga", "serial0", "--agent", "enabled=1", "--ostype", "l26"),
             ),
             "no cloud-init drive: vmplane attaches its own NoCloud ISO to each clone",
@@ -250,12 +262,44 @@ def root_script(o: InitOptions) -> str:
     ]
     for comment, argv in ROOT_ONLY:
         out += _lines(comment, argv)
+    if o.bake_agent:
+        out += _lines(
+            "virt-customize installs qemu-guest-agent into the image", ("apt-get", "install", "-y", AGENT_TOOLS)
+        )
     return "\n".join(out) + "\n"
+
+
+AGENT_TOOLS = "libguestfs-tools"
+
+
+def bake_lines(o: InitOptions, checksum: Checksum) -> list[str]:
+    """Root only, after the download and before `qm create`: a copy of the image with qemu-guest-agent
+    installed (the cloud images lack it, and vmplane's exec and readiness go through it). Written under
+    a temporary name and renamed last, so a killed run leaves no half-made file under the final name."""
+    src, dst = (shlex.quote(f"{o.iso_storage}:import/{n}") for n in (o.import_file(checksum), o.agent_file(checksum)))
+    return [
+        f"src=$(pvesm path {src})",
+        f"dst=$(pvesm path {dst})",
+        'if [ ! -e "$dst" ]; then',
+        '    cp "$src" "$dst.part"',
+        '    virt-customize -a "$dst.part" --install qemu-guest-agent',
+        '    mv "$dst.part" "$dst"',
+        "fi",
+    ]
+
+
+def bake_script(o: InitOptions, checksum: Checksum) -> str:
+    """The root-only part --apply prints when the template waits for the image with the agent."""
+    head = root_script(o).rstrip("\n").split("\n")
+    return (
+        "\n".join([*head, "# the image with the agent, which the template is made from", *bake_lines(o, checksum)])
+        + "\n"
+    )
 
 
 def full_script(o: InitOptions, checksum: Checksum) -> str:
     """Every step as one POSIX script (the dry run's output): what --apply does over the API, plus the
-    root-only part first, since the zone's DHCP needs dnsmasq."""
+    root-only part first, since the zone's DHCP needs dnsmasq, and the agent's install into the image."""
     out = root_script(o).rstrip("\n").split("\n")
     for n, c in enumerate(commands(o, checksum), 1):
         out.append("")
@@ -263,4 +307,7 @@ def full_script(o: InitOptions, checksum: Checksum) -> str:
         if c.note:
             out.append(f"#    {c.note}")
         out.append(c.shell)
+        if c.key == "image" and o.bake_agent:
+            out += ["", f"# {n}b. (root only) a copy with qemu-guest-agent installed: {o.agent_file(checksum)}"]
+            out += bake_lines(o, checksum)
     return "\n".join(out) + "\n"
