@@ -198,6 +198,16 @@ def test_apply_needs_yes_and_calls_nothing(
     assert cluster.pve.requests == []
 
 
+def test_apply_without_credentials_names_the_variables_and_calls_nothing(
+    cli: Callable[..., Ran], cluster: Serving, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("PROXMOX_TOKEN_SECRET")
+    args = ["proxmox", "init-node", "--endpoint", cluster.pve.url, "--node", "pve1", "--apply", "--yes"]
+    result = cli([*args, "--image-url", f"https://example.org/{IMAGE}", "--checksum", f"sha512:{SHA}"])
+    assert result.exit_code != 0 and "PROXMOX_TOKEN_SECRET" in result.stderr
+    assert cluster.pve.requests == []
+
+
 def test_a_pin_the_published_sums_disagree_with_stops_before_any_call(
     cli: Callable[..., Ran], cluster: Serving, sums_server: tuple[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

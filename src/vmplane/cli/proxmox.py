@@ -99,6 +99,8 @@ def init_node(
         return
     if endpoint is None:
         raise UsageError("--apply needs --endpoint (or -f an env file)")
+    if not endpoint.startswith("https://"):
+        raise UsageError("--endpoint must be the https URL of the Proxmox VE API, like https://pve.example:8006")
     done = node_init.apply_at(endpoint, ca_file, opts, sums)
     _report(cmd.json, opts, sums.tag, done, script.root_script(opts))
 
