@@ -5,12 +5,15 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from vmplane.cli.common import EXIT_USAGE, OutputOpt, begin, print_json
 from vmplane.errors import UsageError
+
+if TYPE_CHECKING:
+    from vmplane.clouds.proxmox.node_init import Applied, InitOptions
 
 proxmox_app = typer.Typer(help="Prepare a Proxmox VE node for vmplane.", no_args_is_help=True)
 
@@ -51,23 +54,22 @@ def init_node(
     prints every step as a `pvesh`/`qm`/`pveum` script."""
     from vmplane.clouds.proxmox import node_init
 
-    script = node_init
-
     cmd = begin(output)
     if apply and not yes:
         sys.stderr.write("init-node --apply changes the cluster: pass --yes as well; nothing was changed\n")
         raise typer.Exit(EXIT_USAGE)
-    if image not in script.IMAGES and image_url is None:
-        raise UsageError(f"--image must be one of {', '.join(script.IMAGES)} (or give --image-url)")
-    source = script.IMAGES.get(image, script.IMAGES["debian-12"])
+    if image not in node_init.IMAGES and image_url is None:
+        raise UsageError(f"--image must be one of {', '.join(node_init.IMAGES)} (or give --image-url)")
+    source = node_init.IMAGES.get(image, node_init.IMAGES["debian-12"])
     if image_url is not None and checksum is None and checksum_url is None:
         raise UsageError("--image-url needs --checksum or --checksum-url")
-    pinned = script.parse_checksum(checksum) if checksum else None
+    pinned = node_init.parse_checksum(checksum) if checksum else None
+    verify_tls = True
     if file is not None:
-        endpoint, node, ca_file = _from_file(file, endpoint, node, ca_file)
+        endpoint, node, ca_file, verify_tls = _from_file(file, endpoint, node, ca_file)
     if node is None:
         raise UsageError("give --node (or -f an env file with provider.node)")
-    opts = script.InitOptions(
+    opts = node_init.InitOptions(
         node=node,
         image_url=image_url or source.url,
         checksum_url=checksum_url or (None if image_url else source.checksum_url),
@@ -87,11 +89,11 @@ def init_node(
     opts.check()
     sums = node_init.resolve_checksum(opts, pinned, node_init.fetch_https, read_file=apply)
     if not apply:
-        text = script.full_script(opts, sums)
+        text = node_init.full_script(opts, sums)
         if cmd.json:
             steps = [
                 {"key": c.key, "title": c.title, "command": c.shell, "note": c.note}
-                for c in script.commands(opts, sums)
+                for c in node_init.commands(opts, sums)
             ]
             print_json({"mode": "dry-run", "checksum": sums.tag, "steps": steps, "script": text})
         else:
@@ -101,11 +103,11 @@ def init_node(
         raise UsageError("--apply needs --endpoint (or -f an env file)")
     if not endpoint.startswith("https://"):
         raise UsageError("--endpoint must be the https URL of the Proxmox VE API, like https://pve.example:8006")
-    done = node_init.apply_at(endpoint, ca_file, opts, sums)
-    _report(cmd.json, opts, sums.tag, done, script.root_script(opts))
+    done = node_init.apply_at(endpoint, ca_file, opts, sums, verify_tls=verify_tls)
+    _report(cmd.json, opts, sums.tag, done, node_init.root_script(opts))
 
 
-def _from_file(file: Path, endpoint: str | None, node: str | None, ca_file: str | None) -> tuple[Any, Any, Any]:
+def _from_file(file: Path, endpoint: str | None, node: str | None, ca_file: str | None) -> tuple[Any, Any, Any, bool]:
     from vmplane.cli.common import load
 
     provider: Any = load(file).provider
@@ -115,10 +117,11 @@ def _from_file(file: Path, endpoint: str | None, node: str | None, ca_file: str 
         endpoint or provider.endpoint,
         node or provider.node or (provider.nodes or [None])[0],
         ca_file or provider.ca_file,
+        bool(provider.verify_tls),  # a lab's verifyTls false holds here too
     )
 
 
-def _report(as_json: bool, opts: Any, checksum: str, done: Any, root: str) -> None:
+def _report(as_json: bool, opts: InitOptions, checksum: str, done: Applied, root: str) -> None:
     """The outcomes, the root-only script, and the token's secret once (stdout only, never a log)."""
     secret = done.token_secret
     if as_json:

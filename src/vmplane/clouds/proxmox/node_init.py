@@ -266,6 +266,9 @@ def apply(pve: Pve, o: InitOptions, checksum: Checksum) -> Applied:
     return out
 
 
-def apply_at(endpoint: str, ca_file: str | None, o: InitOptions, checksum: Checksum) -> Applied:
+def apply_at(
+    endpoint: str, ca_file: str | None, o: InitOptions, checksum: Checksum, *, verify_tls: bool = True
+) -> Applied:
     """`apply` against the API at `endpoint`, with the admin token from PROXMOX_TOKEN_ID/SECRET."""
-    return apply(Pve(PveTarget(endpoint, (o.node,), ca_file=ca_file), token_from_env()), o, checksum)
+    target = PveTarget(endpoint, (o.node,), ca_file=ca_file, verify_tls=verify_tls)
+    return apply(Pve(target, token_from_env()), o, checksum)
