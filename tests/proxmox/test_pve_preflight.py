@@ -116,6 +116,8 @@ def test_missing_counts_grants_on_parents_only() -> None:
     assert privileges.missing(split) == [p for p in privileges.PRIVILEGES if p.startswith("Sys.")]
     assert "VM.Clone" in privileges.missing({"/vms/100": everything})  # one VM's grant is not /vms
     assert set(privileges.PVE8_DIFFERENCES) <= set(privileges.PRIVILEGES)
+    pve8 = {p: 1 for p in privileges.PRIVILEGES if not p.startswith("VM.GuestAgent.")} | {"VM.Monitor": 1}
+    assert privileges.missing({"/": pve8}) == []  # PVE 8's one agent privilege stands for PVE 9's two
 
 
 @pytest.mark.parametrize(
