@@ -40,6 +40,12 @@ class ProxmoxInfra(CloudInfra):
     IsoStorage: str | None = None  # the file storage holding them (content `iso`)
     # VMID -> node, for VMs whose clone was started (intent before the clone call)
     Vmids: dict[str, str] = Field(default_factory=dict)
+    # ---- pve-net ----
+    # SDN changes vmplane made (creates or deletes) that `PUT /cluster/sdn` has not applied yet: a step
+    # killed between a change and the apply applies on its re-run, though every object is then found.
+    SdnPending: bool = False
+    # The cluster firewall was off at stepValidate (VM rules then do nothing; vmplane never turns it on).
+    ClusterFirewallOff: bool = False
 
 
 def pve_ids(infra: InfraConfig) -> ProxmoxInfra:

@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from vmplane.clouds.base import count_call
-from vmplane.clouds.errors import AuthError, DeadlineExceededError, TransientError
+from vmplane.clouds.errors import AuthError, DeadlineExceededError, DependencyViolationError, TransientError
 from vmplane.clouds.faults import fault_hook
 from vmplane.clouds.proxmox.errors import translate
 from vmplane.observe import calls
@@ -108,6 +108,8 @@ def call_name(method: str, path: str) -> str:
         prev = parts[i - 1] if i else ""
         if i and prev in _PLACEHOLDER and out[-1] == prev:
             out.append(_PLACEHOLDER[prev])
+            if prev == "content":  # a volume id (`local:iso/x.iso`) holds a slash: it is the rest of the path
+                break
         elif part.isdigit():
             out.append("{n}")
         else:
@@ -149,9 +151,9 @@ class Pve:
                 )
             return self._api
 
-    def request(self, method: str, path: str, **params: Any) -> Any:
+    def request(self, method: str, path: str, /, **params: Any) -> Any:
         """One API call: counted, translated into vmplane's CloudError tree, transient failures retried
-        with jittered backoff to a deadline."""
+        with jittered backoff to a deadline. `path` is positional-only: `PUT access/acl` has a `path` parameter."""
         name = call_name(method, path)
         deadline = time.monotonic() + RETRY_DEADLINE
         delay = 0.2
@@ -164,7 +166,8 @@ class Pve:
                 out = getattr(resource, method.lower())(**params)
             except Exception as e:
                 err = translate(e, name)
-                if not isinstance(err, TransientError):
+                # "In use" is transient only to teardown, which retries it to its own deadline (deletes.py).
+                if not isinstance(err, TransientError) or isinstance(err, DependencyViolationError):
                     calls.done("proxmox", name, span, retried=retried, error=err.code or type(err).__name__)
                     raise err from e
                 if time.monotonic() + delay > deadline:
@@ -179,16 +182,16 @@ class Pve:
                 self._fault.after(name)
             return out
 
-    def get(self, path: str, **params: Any) -> Any:
+    def get(self, path: str, /, **params: Any) -> Any:
         return self.request("GET", path, **params)
 
-    def post(self, path: str, **params: Any) -> Any:
+    def post(self, path: str, /, **params: Any) -> Any:
         return self.request("POST", path, **params)
 
-    def put(self, path: str, **params: Any) -> Any:
+    def put(self, path: str, /, **params: Any) -> Any:
         return self.request("PUT", path, **params)
 
-    def delete(self, path: str, **params: Any) -> Any:
+    def delete(self, path: str, /, **params: Any) -> Any:
         return self.request("DELETE", path, **params)
 
     # ---- tasks ----
