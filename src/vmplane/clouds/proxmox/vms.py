@@ -18,6 +18,7 @@ from vmplane.clouds.errors import CloudError, ConflictError, NotFoundError
 from vmplane.clouds.proxmox import naming
 from vmplane.clouds.proxmox.cloudinit_iso import DHCP_NETWORK_CONFIG, meta_data, nocloud_iso
 from vmplane.clouds.proxmox.ids import pve_ids
+from vmplane.clouds.proxmox.inventory import job_token, split_tags
 from vmplane.clouds.proxmox.session import TASK_TIMEOUT, Pve
 from vmplane.clouds.proxmox.templates import pool_shape, pool_user_data, template_hash
 from vmplane.clouds.waits import poll
@@ -37,12 +38,8 @@ class NamedBytes(io.BytesIO):
         self.name = name
 
 
-def job_token(ctx: Context) -> str:
-    return naming.tag_tokens({ctx.tagger.job_key: ctx.job_id})[0]
-
-
 def tag_set(resource: dict[str, Any]) -> set[str]:
-    return {t for t in re.split(r"[;, ]+", str(resource.get("tags") or "")) if t}
+    return set(split_tags(resource.get("tags")))
 
 
 def cluster_vms(pve: Pve) -> list[dict[str, Any]]:
