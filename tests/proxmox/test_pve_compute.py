@@ -136,6 +136,27 @@ def test_a_clone_still_copying_when_the_run_resumes_is_waited_for(
     assert clones(cluster) == {}
 
 
+def test_a_destroy_a_killed_run_left_running_is_waited_out(
+    cluster: Serving, pve: Pve, ctx: Context, guest: GuestPlayer
+) -> None:
+    ctx.spec = make_spec(size=1)
+    apply(pve, ctx)
+    vmid = int(str(ctx.infra.VMs[0].ID))
+
+    def destroying() -> None:
+        next(vm for vm in cluster.pve.vms if vm.vmid == vmid).lock = "destroyed"
+
+    def gone() -> None:
+        cluster.pve.vms[:] = [vm for vm in cluster.pve.vms if vm.vmid != vmid]
+
+    cluster.run(destroying)  # the killed run's destroy task, still removing the disks
+    timer = threading.Timer(0.3, lambda: cluster.run(gone))
+    timer.start()
+    compute.delete_vms(pve, ctx)
+    timer.join()
+    assert clones(cluster) == {} and ctx.infra.VMs == []
+
+
 def test_a_recorded_vmid_now_holding_another_vm_is_not_adopted(cluster: Serving, pve: Pve, guest: GuestPlayer) -> None:
     ctx = make_ctx(make_spec(size=1))
     network_ready(pve, ctx)

@@ -302,7 +302,10 @@ def wait_unlocked(pve: Pve, node: str, vmid: str | int, name: str) -> None:
     for: its config cannot change until the lock goes."""
 
     def free() -> bool | None:
-        current = pve.get(f"nodes/{node}/qemu/{vmid}/status/current") or {}
+        try:
+            current = pve.get(f"nodes/{node}/qemu/{vmid}/status/current") or {}
+        except NotFoundError:
+            return True  # gone meanwhile (the lock was a destroy's)
         return None if current.get("lock") else True
 
     poll(free, what=f"VM {name} ({vmid}) to be unlocked", timeout=TASK_TIMEOUT, first=0.1, cap=5)
@@ -318,7 +321,10 @@ def destroy(pve: Pve, node: str, vmid: str | int, name: str) -> bool:
         return False
     if current.get("lock"):
         wait_unlocked(pve, node, vmid, name)
-        current = pve.get(f"{path}/status/current") or {}
+        try:
+            current = pve.get(f"{path}/status/current") or {}
+        except NotFoundError:
+            return False  # a destroy a killed run started finished it
     if current.get("status") == "running":
         pve.run_task("POST", f"{path}/status/stop", node=node, what=f"stop of {name}")
     return delete(
