@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -25,6 +25,8 @@ class Settings(BaseSettings):
     # so the bound is not the CPU but DBOS's connection pool (20 per process; each running job holds
     # one only while it checkpoints) and the clouds' API rate limits (bench/README.md, issue 12 part 3).
     worker_jobs: int = Field(default=8, ge=1, le=32)
+    # The operator's bearer for /metrics (which aggregates every org); unset: no /metrics endpoint.
+    metrics_token: SecretStr | None = None
 
     @property
     def db_url(self) -> str:

@@ -3,13 +3,15 @@
 Nothing boots and nothing runs. Every 50 ms the player looks at the fake's VMs (on the fake's loop
 thread, through `Serving.run`); a running clone whose CD-ROM `ide3` names an ISO whose uploaded bytes
 (`Serving.pve.files`) are a NoCloud `cidata` image carrying vmplane's `#cloud-config` bootstrap gets an
-agent (`vm.agent`): the sentinel file reads present through `agent/file-read`, and `agent/exec` answers
-exit 0 (or what a test programmed with `answer`). A clone whose ISO is missing, empty or not vmplane's
-never gets an agent: it never becomes ready, which is how the tests prove the ISO is what boots it.
+agent (`vm.agent`): the sentinel file reads present through `agent/file-read` (saying `"simulated": true`,
+which the driver logs), and `agent/exec` answers exit 0 (or what a test programmed with `answer`). A
+clone whose ISO is missing, empty or not vmplane's never gets an agent: it never becomes ready, which is
+how the tests prove the ISO is what boots it.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 from typing import Any
 
@@ -22,6 +24,8 @@ from vmplane.envspec.models import SENTINEL_PATH
 SCRIPT_ARGV = ("/bin/bash", "-c")  # how agent_exec runs a script: the fake keys answers by the joined argv
 BOOTSTRAP_MARK = "# vmplane bootstrap:"
 CDROM = "ide3"
+# The bootstrap's sentinel shape, saying who wrote it (the driver logs that no VM booted).
+SENTINEL = json.dumps({"completedAt": "2000-01-01T00:00:00Z", "mode": "nginx", "simulated": True}) + "\n"
 
 
 def exec_key(script: str) -> str:
@@ -98,7 +102,7 @@ class GuestPlayer:
         files = (
             {BOOTSTRAP_LOG_PATH: "vmplane-bootstrap: FAILED: artifact nginx unpinned\n"}
             if vmid in self.bootstrap_fails
-            else {SENTINEL_PATH: "ok\n"}
+            else {SENTINEL_PATH: SENTINEL}
         )
         return {"exec": dict(self.answers), "files": files}
 

@@ -36,6 +36,8 @@ def test_clones_are_configured_behind_the_firewall_and_ready_through_the_iso(
     apply(pve, ctx)
     ids = pve_ids(ctx.infra)
     assert [v.State for v in ctx.infra.VMs] == [VMState.ready, VMState.ready]
+    assert any(readiness.SIMULATED_NOTE in n for n in ctx.notes)  # the player wrote the sentinel: said so
+    assert {v.PrivateIP for v in ctx.infra.VMs} == {"192.0.2.10"}  # what the fake's agent reports for eth0
     assert ctx.infra.LaunchTemplateID["web"].startswith(f"{TEMPLATE_VMID}@")
     assert ctx.infra.LaunchTemplateVersion["web"] == 1
     listed = {r["name"]: r for r in cluster_vms(pve) if not r.get("template")}
@@ -79,6 +81,9 @@ def test_a_config_change_bumps_the_version_and_shows_outdated_vms(pve: Pve, ctx:
     templates.ensure_templates(pve, ctx)
     assert ctx.infra.LaunchTemplateVersion["web"] == 2
     assert [v.Name for v in ctx.infra.outdated_vms()] == ["demo-web-0", "demo-web-1"]
+    compute.ensure_vms(pve, ctx)  # an apply leaves outdated VMs as they are: `vmplane rotate` replaces them
+    assert {str(pve.get(f"nodes/pve1/qemu/{v.ID}/config")["cores"]) for v in ctx.infra.VMs} == {"2"}
+    assert len(ctx.infra.outdated_vms()) == 2
 
 
 def test_killed_after_the_vmid_intent_or_mid_config_ends_with_one_vm_per_record(
@@ -122,6 +127,34 @@ def test_a_clone_still_copying_when_the_run_resumes_is_waited_for(
     compute.ensure_vms(pve, ctx)
     timer.join()
     assert [(v.ID, v.State) for v in ctx.infra.VMs] == [("180", VMState.ready)]
+    # The same for a destroy: a teardown waits for the lock rather than failing on it.
+    cluster.run(lock, "clone")
+    timer = threading.Timer(0.3, lambda: cluster.run(lock, None))
+    timer.start()
+    compute.delete_vms(pve, ctx)
+    timer.join()
+    assert clones(cluster) == {}
+
+
+def test_a_destroy_a_killed_run_left_running_is_waited_out(
+    cluster: Serving, pve: Pve, ctx: Context, guest: GuestPlayer
+) -> None:
+    ctx.spec = make_spec(size=1)
+    apply(pve, ctx)
+    vmid = int(str(ctx.infra.VMs[0].ID))
+
+    def destroying() -> None:
+        next(vm for vm in cluster.pve.vms if vm.vmid == vmid).lock = "destroyed"
+
+    def gone() -> None:
+        cluster.pve.vms[:] = [vm for vm in cluster.pve.vms if vm.vmid != vmid]
+
+    cluster.run(destroying)  # the killed run's destroy task, still removing the disks
+    timer = threading.Timer(0.3, lambda: cluster.run(gone))
+    timer.start()
+    compute.delete_vms(pve, ctx)
+    timer.join()
+    assert clones(cluster) == {} and ctx.infra.VMs == []
 
 
 def test_a_recorded_vmid_now_holding_another_vm_is_not_adopted(cluster: Serving, pve: Pve, guest: GuestPlayer) -> None:

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.proxmox.fakecluster import Serving
-from tests.proxmox.netkit import cluster, ctx, new_job, pve, spec
+import pytest
+from tests.proxmox.fakecluster import Serving, token_env
+from tests.proxmox.netkit import NODES, cluster, ctx, new_job, pve, spec
 
 from vmplane.clouds.base import Context, Leftover
 from vmplane.clouds.proxmox import firewall, inventory, naming, network, ownership, retag
+from vmplane.clouds.proxmox.driver import ProxmoxDriver
 from vmplane.clouds.proxmox.ids import pve_ids
-from vmplane.clouds.proxmox.session import Pve
+from vmplane.clouds.proxmox.session import Pve, PveTarget
 
 __all__ = ["cluster", "pve"]  # fixtures
 
@@ -96,3 +98,20 @@ def test_retag_rewrites_vm_tags_and_description_pool_and_group_comments(cluster:
     assert pool is not None and ownership.tags_of_comment(pool.get("comment"))["team"] == "data"
     assert group is not None and ownership.tags_of_comment(group.get("comment"))["team"] == "data"
     pve.delete("nodes/pve2/qemu/311", purge=1)
+
+
+def test_the_drivers_network_half_applies_and_destroys_to_nothing(
+    cluster: Serving, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for key, value in token_env().items():
+        monkeypatch.setenv(key, value)
+    driver = ProxmoxDriver(PveTarget(cluster.pve.url, NODES, ca_file=cluster.cafile))  # type: ignore[attr-defined]
+    c = ctx(spec(), new_job())
+    driver.preflight(c)
+    driver.ensure_network(c)
+    driver.update_tags(c)
+    assert {x.kind for x in driver.leftovers(c)} == {"pool", "security-group"}
+    driver.delete_security_group(c)
+    driver.delete_network(c)
+    assert driver.leftovers(c) == []
+    assert driver.outputs(c.spec, c.infra)["subnet"] == "10.40.0.0/16"

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import io
+import time
 
 import pycdlib
+import pytest
 import yaml
 
 from vmplane.clouds.proxmox.cloudinit_iso import DHCP_NETWORK_CONFIG, meta_data, nocloud_iso, read_nocloud_iso
@@ -38,3 +40,16 @@ def test_same_documents_same_bytes_and_a_change_shows() -> None:
 
 def test_something_else_is_not_a_seed() -> None:
     assert read_nocloud_iso(b"\0" * 4096) == {}
+
+
+def test_the_bytes_do_not_depend_on_the_time_zone(monkeypatch: pytest.MonkeyPatch) -> None:
+    md = meta_data("101-x", "demo-web-0")
+    here = nocloud_iso(USER_DATA, md, None)
+    try:
+        monkeypatch.setenv("TZ", "Asia/Kolkata")  # +05:30: hours and minutes both shift
+        time.tzset()
+        elsewhere = nocloud_iso(USER_DATA, md, None)
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert elsewhere == here

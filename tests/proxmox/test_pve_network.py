@@ -10,16 +10,19 @@ from tests.proxmox.netkit import Killed, cluster, ctx, forms, mark, new_job, pve
 
 from vmplane.clouds.base import Context
 from vmplane.clouds.errors import ConflictError, DeadlineExceededError, InvalidRequestError
-from vmplane.clouds.proxmox import naming, network, ownership
+from vmplane.clouds.proxmox import firewall, naming, network, ownership
 from vmplane.clouds.proxmox.ids import pve_ids
 from vmplane.clouds.proxmox.session import Pve
 
 __all__ = ["cluster", "pve"]  # fixtures
 
 
-def _provision(p: Pve, c: Context) -> None:
+def _provision(p: Pve, c: Context, with_group: bool = False) -> None:
+    """stepCreateNetwork's work (the driver's ensure_network), optionally without the firewall group."""
     ownership.ensure_pool(p, c)
     network.ensure_network(p, c)
+    if with_group:
+        firewall.ensure_security_group(p, c)
 
 
 def test_sdn_requests_carry_snat_dhcp_the_cidr_and_gateway_then_apply(cluster: Serving, pve: Pve) -> None:
@@ -52,23 +55,25 @@ def test_sdn_requests_carry_snat_dhcp_the_cidr_and_gateway_then_apply(cluster: S
 def test_a_kill_after_any_intent_record_converges_on_rerun(cluster: Serving, pve: Pve) -> None:
     job = new_job()
     clean = ctx(spec(), job)
-    _provision(pve, clean)
+    _provision(pve, clean, with_group=True)
     want = clean.infra.model_dump(mode="json")
     kill_at = 1
     while True:
         c, start = ctx(spec(), job, kill_at=kill_at), mark(cluster)
         try:
-            _provision(pve, c)
+            _provision(pve, c, with_group=True)
         except Killed:
             c.save = lambda: None
-            _provision(pve, c)  # the step's re-run, on the record the killed run left
+            _provision(pve, c, with_group=True)  # the step's re-run, on the record the killed run left
         else:
             break  # no save left to kill at
         assert c.infra.model_dump(mode="json") == want, f"killed at save {kill_at}"
+        rules = pve.get(f"cluster/firewall/groups/{naming.security_group(job)}")
+        assert sorted(r["dport"] for r in rules) == ["443", "80"], f"killed at save {kill_at}"
         sdn = [(m, p) for m, p, _ in forms(cluster, start, "/cluster/sdn") if m != "GET"]
         assert sdn[-1] == ("PUT", "/cluster/sdn"), f"killed at save {kill_at}: the last SDN change is applied"
         kill_at += 1
-    assert kill_at > 6  # every intent record of the pool and the three SDN objects was a kill point
+    assert kill_at > 8  # every intent record of the pool, the three SDN objects and the group was a kill point
 
 
 def test_teardown_deletes_in_order_applies_and_twice_is_fine(cluster: Serving, pve: Pve) -> None:

@@ -44,7 +44,7 @@ def test_the_firewall_on_gives_no_note(cluster: Serving, pve: Pve) -> None:
     try:
         c = ctx(spec(), new_job())
         preflight.preflight(pve, c)
-        assert c.notes == [] and not pve_ids(c.infra).ClusterFirewallOff
+        assert not [n for n in c.notes if "firewall" in n] and not pve_ids(c.infra).ClusterFirewallOff
     finally:
         pve.put("cluster/firewall/options", enable=0)
 
@@ -116,6 +116,8 @@ def test_missing_counts_grants_on_parents_only() -> None:
     assert privileges.missing(split) == [p for p in privileges.PRIVILEGES if p.startswith("Sys.")]
     assert "VM.Clone" in privileges.missing({"/vms/100": everything})  # one VM's grant is not /vms
     assert set(privileges.PVE8_DIFFERENCES) <= set(privileges.PRIVILEGES)
+    pve8 = {p: 1 for p in privileges.PRIVILEGES if not p.startswith("VM.GuestAgent.")} | {"VM.Monitor": 1}
+    assert privileges.missing({"/": pve8}) == []  # PVE 8's one agent privilege stands for PVE 9's two
 
 
 @pytest.mark.parametrize(
@@ -123,3 +125,14 @@ def test_missing_counts_grants_on_parents_only() -> None:
 )
 def test_agent_enabled_reads_the_option_string(value: Any, on: bool) -> None:
     assert preflight.agent_enabled(value) is on
+
+
+def test_a_spread_from_a_template_on_local_storage_is_noted(cluster: Serving, pve: Pve) -> None:
+    c = ctx(spec(web={"mode": "fixed", "size": 2, "template": 9000}), new_job())
+    preflight.preflight(pve, c)
+    assert any(
+        n.startswith("pools.web.template: template 9000 has disks on local storage (local-lvm)") for n in c.notes
+    )
+    one = ctx(spec(web={"mode": "fixed", "size": 1, "template": 9000}), new_job())
+    preflight.preflight(pve, one)
+    assert not [n for n in one.notes if "local storage" in n]  # one VM goes on the template's node

@@ -132,3 +132,13 @@ def test_the_dev_schedule_example_prices_both_pools_schedules() -> None:
     assert by[("disk", "web")].scheduledMonthly == by[("disk", "web")].monthly
     assert by[("disk", "workers")].scheduledMonthly == round(60 * P.disk_gb_month * share, 2)
     assert est.saving_percent() is not None and 40 < est.saving_percent() < 50  # the NAT runs around the clock
+
+
+def test_a_proxmox_environment_is_not_priced_and_says_why() -> None:
+    from vmplane.envspec.starter import render_starter
+
+    spec = parse_spec_text(render_starter("lab", "acme", cloud=Cloud.proxmox), "lab.jsonc")
+    est = estimate(spec)
+    assert est.lines == [] and est.total() == 0
+    assert est.missing == ["proxmox: the VMs run on your own Proxmox VE hardware, which has no list price to estimate"]
+    assert est.to_json()["complete"] is False

@@ -63,19 +63,23 @@ def test_azure_teardown_has_nothing_to_do(spec):
     assert driver.leftovers(ctx) == []
 
 
-@pytest.mark.parametrize("cloud", [Cloud.proxmox])
-def test_unimplemented_clouds_are_unsupported(cloud):
-    with pytest.raises(UnsupportedError, match="not implemented yet") as caught:
-        driver_for(Target(cloud=cloud, region="somewhere"))
-    assert caught.value.code == "NotImplemented"
-    assert not caught.value.retryable
+def test_proxmox_target_gets_the_proxmox_driver_with_endpoint_nodes_and_tls():
+    from vmplane.clouds.proxmox.driver import ProxmoxDriver
+
+    target = Target(
+        cloud=Cloud.proxmox, region="pve1,pve2", api_endpoint="https://pve.example:8006", ca_file="/etc/pve-ca.pem"
+    )
+    driver = driver_for(target)
+    assert isinstance(driver, ProxmoxDriver)
+    assert driver.target.endpoint == "https://pve.example:8006" and driver.target.nodes == ("pve1", "pve2")
+    assert (driver.target.ca_file, driver.target.verify_tls) == ("/etc/pve-ca.pem", True)
+    assert not driver.target.loopback  # the crash tests' hook stays off for a real cluster
 
 
-@pytest.mark.parametrize("cloud", [Cloud.proxmox])
-def test_the_sandbox_emulates_aws_and_gcp_only(cloud):
-    match = f"the sandbox emulates AWS and Google Cloud only; provider.cloud is {cloud.value}"
+def test_the_sandbox_does_not_emulate_proxmox():
+    match = "the sandbox emulates AWS and Google Cloud only; a Proxmox environment needs a Proxmox VE API"
     with pytest.raises(UnsupportedError, match=match):
-        driver_for(Target(cloud=cloud, region="somewhere", endpoint_url=SANDBOX))
+        driver_for(Target(cloud=Cloud.proxmox, region="pve1", endpoint_url=SANDBOX))
 
 
 def test_gcp_target_gets_the_gcp_driver_with_project_region_and_endpoint():

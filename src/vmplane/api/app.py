@@ -12,7 +12,6 @@ be made in place. No response or log line contains a token or a cloud credential
 # No `from __future__ import annotations` here: FastAPI reads the route signatures at runtime, and the
 # dependencies in them (`needs(Role.viewer)`) are local to create_app.
 import hmac
-import os
 from collections.abc import Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Annotated, Any
@@ -174,7 +173,7 @@ def create_app(settings: Settings, *, run_workflows: bool = True) -> FastAPI:
     # /metrics aggregates every org, so no org's token may read it: it answers only to the operator's own
     # bearer, VMPLANE_METRICS_TOKEN, and does not exist (404) when none is set. Not in the OpenAPI
     # document: it is for the scraper, not for API clients.
-    metrics_token = os.environ.get("VMPLANE_METRICS_TOKEN", "")
+    metrics_token = settings.metrics_token.get_secret_value() if settings.metrics_token else ""
     if metrics_token:
         from vmplane.pipeline import job_gauges
 

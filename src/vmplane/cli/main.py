@@ -21,6 +21,7 @@ from vmplane.cli import files, jobs, ops, server
 from vmplane.cli.common import domain_errors
 from vmplane.cli.deps import deps_app
 from vmplane.cli.prices import prices_app
+from vmplane.cli.proxmox import proxmox_app
 from vmplane.cli.sandbox import sandbox_app
 from vmplane.cli.tf import tf_app
 from vmplane.errors import UsageError
@@ -86,6 +87,7 @@ app.add_typer(prices_app, name="prices")
 app.add_typer(ops.lb_app, name="lb")
 app.add_typer(server.tokens_app, name="tokens")
 app.add_typer(deps_app, name="deps")
+app.add_typer(proxmox_app, name="proxmox")
 
 
 def main() -> None:

@@ -90,6 +90,10 @@ def estimate(
         "asgPools": "priced at `desired` VMs",
         "schedules": "weekly hours x 730/168; a daylight-saving change (one hour, twice a year) is not counted",
     }
+    if cloud is Cloud.proxmox:
+        # Nothing is rented: the VMs use the cluster's own hardware, whose cost vmplane cannot know.
+        why = "proxmox: the VMs run on your own Proxmox VE hardware, which has no list price to estimate"
+        return Estimate("USD", [], assumptions, [why])
     if prices is None:
         return Estimate("USD", [], assumptions, [f"no price table for {cloud.value} {region}"])
     assumptions |= {

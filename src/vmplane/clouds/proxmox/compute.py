@@ -96,8 +96,9 @@ def ensure_vm(
         if rec.LaunchTemplateVersion is None:
             rec.LaunchTemplateVersion = current  # adopted after a crash before its record was complete
     ctx.save()
-    volid = vms.ensure_iso(pve, ctx, rec, vmid, node, current=rec.LaunchTemplateVersion == current)
-    vms.configure(pve, ctx, rec, vmid, node, volid)
+    latest = rec.LaunchTemplateVersion == current
+    volid = vms.ensure_iso(pve, ctx, rec, vmid, node, current=latest)
+    vms.configure(pve, ctx, rec, vmid, node, volid, latest=latest)
     power_state(pve, ctx, rec, vmid, node)
 
 

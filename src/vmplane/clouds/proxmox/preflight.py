@@ -7,6 +7,7 @@ names the spec field (or the token) it is about. The datacenter firewall being o
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from vmplane.clouds.base import Context
@@ -82,7 +83,38 @@ def resolve_template(pve: Pve, ctx: Context, pool_name: str, vms: list[dict[str,
             f"{field}: template {vm['vmid']} has the QEMU guest agent off; vmplane reaches the VMs only through "
             f"it (`qm set {vm['vmid']} --agent enabled=1`, and qemu-guest-agent installed in the image)"
         )
+    warn_local_template(pve, ctx, pool_name, vm, config)
     return vm
+
+
+_DISK_KEY = re.compile(r"^(scsi|virtio|sata|ide|efidisk|tpmstate)\d+$")
+
+
+def warn_local_template(pve: Pve, ctx: Context, pool_name: str, vm: dict[str, Any], config: dict[str, Any]) -> None:
+    """PVE clones to another node (`target`) only a VM whose disks are all on shared storage ("can't clone
+    VM to node ... (VM uses local storage)"); fakepve does not refuse it. A note, so whoever spreads VMs
+    over several nodes knows before the clone fails; one node, or a template on shared storage, avoids it."""
+    size = int(getattr(ctx.spec.pools[pool_name], "size", 1))
+    others = sorted({pve.nodes[i % len(pve.nodes)] for i in range(size)} - {str(vm["node"])})
+    if not others:  # every VM lands on the template's node (spread in order, as compute places them)
+        return
+    shared = {str(s.get("storage")): int(s.get("shared", 0) or 0) == 1 for s in pve.get(f"nodes/{vm['node']}/storage")}
+    local = sorted(
+        {
+            str(value).split(":", 1)[0]
+            for key, value in config.items()
+            if _DISK_KEY.match(key) and ":" in str(value) and "media=cdrom" not in str(value)
+        }
+        - {name for name, is_shared in shared.items() if is_shared}
+    )
+    if local:
+        note = (
+            f"pools.{pool_name}.template: template {vm['vmid']} has disks on local storage ({', '.join(local)}) of "
+            f"node {vm['node']}; Proxmox VE clones to other nodes only from shared storage, so VMs placed on "
+            f"{', '.join(others)} may fail to clone"
+        )
+        ctx.log(f"warning: {note}")
+        ctx.notes.append(note)
 
 
 def pick_iso_storage(pve: Pve, ctx: Context) -> str:

@@ -77,13 +77,15 @@ def acl_path(privilege: str) -> str:
 
 def missing(held: dict[str, dict[str, object]], privileges: dict[str, str] | None = None) -> list[str]:
     """The privileges not held where vmplane needs them, given `GET /access/permissions`'s answer
-    ({acl path: {privilege: 1}}): a privilege counts on a path if it is held there or on a parent."""
+    ({acl path: {privilege: 1}}): a privilege counts on a path if it is held there or on a parent, and
+    on PVE 8 its `PVE8_DIFFERENCES` name counts for it."""
     wanted = PRIVILEGES if privileges is None else privileges
     out = []
     for privilege in wanted:
         need = acl_path(privilege)
+        names = {privilege, PVE8_DIFFERENCES.get(privilege, privilege)}
         if not any(
-            privilege in privs and (path == "/" or need == path or need.startswith(path.rstrip("/") + "/"))
+            names & set(privs) and (path == "/" or need == path or need.startswith(path.rstrip("/") + "/"))
             for path, privs in held.items()
         ):
             out.append(privilege)

@@ -8,6 +8,7 @@ lines of their bootstrap log (read the same way) in the error.
 
 from __future__ import annotations
 
+import json
 import re
 
 from vmplane.bootstrap.vmconfig import BOOTSTRAP_LOG_PATH
@@ -23,6 +24,8 @@ AGENT_DOWN = re.compile(r"guest agent is not running|VM \d+ (is )?not running", 
 # Each round is one file-read per VM, through pveproxy and the node's agent socket: backed off to 10 s.
 POLL_FIRST, POLL_CAP = 0.2, 10.0
 REASON_LINES = 5
+# A sentinel that says `"simulated": true` was written by a test's guest player, not by a bootstrap that ran.
+SIMULATED_NOTE = "the sentinel was written by a simulated guest (the tests' guest player): no VM booted"
 
 
 def agent_down(err: CloudError) -> bool:
@@ -36,6 +39,22 @@ def read_file(pve: Pve, node: str, vmid: str, path: str) -> str | None:
     except CloudError:
         return None
     return str((got or {}).get("content") or "")
+
+
+def guest_ipv4(pve: Pve, node: str, vmid: str) -> str | None:
+    """The guest's first non-loopback IPv4 address as its agent reports it (the SDN's DHCP lease)."""
+    try:
+        got = pve.get(f"nodes/{node}/qemu/{vmid}/agent/network-get-interfaces")
+    except CloudError:
+        return None
+    for iface in (got or {}).get("result") or []:
+        if iface.get("name") == "lo":
+            continue
+        for addr in iface.get("ip-addresses") or []:
+            ip = str(addr.get("ip-address") or "")
+            if addr.get("ip-address-type") == "ipv4" and ip and not ip.startswith("127."):
+                return ip
+    return None
 
 
 def wait_running(pve: Pve, ctx: Context, recs: list[VMRecord] | None = None) -> None:
@@ -69,11 +88,16 @@ def wait_bootstrapped(pve: Pve, ctx: Context, recs: list[VMRecord] | None = None
     """Every `bootstrap` VM `ready` once its sentinel file is non-empty (what SENTINEL_CHECK_COMMAND tests)."""
     vms = ctx.infra.VMs if recs is None else recs
     timeout = bootstrap_timeout(ctx)
+    simulated: list[str] = []
 
     def all_ready() -> bool | None:
         for vm in [v for v in vms if v.ID and v.AZ and v.State is VMState.bootstrap]:
-            if (read_file(pve, str(vm.AZ), str(vm.ID), SENTINEL_PATH) or "").strip():
+            sentinel = (read_file(pve, str(vm.AZ), str(vm.ID), SENTINEL_PATH) or "").strip()
+            if sentinel:
                 vm.State = VMState.ready
+                vm.PrivateIP = guest_ipv4(pve, str(vm.AZ), str(vm.ID)) or vm.PrivateIP
+                if _simulated(sentinel):
+                    simulated.append(vm.Name)
         ctx.save()
         return None if any(v.State is VMState.bootstrap for v in vms) else True
 
@@ -88,4 +112,14 @@ def wait_bootstrapped(pve: Pve, ctx: Context, recs: list[VMRecord] | None = None
             if log:
                 reasons[vm.Name] = "\n".join(log.strip().splitlines()[-REASON_LINES:])
         raise bootstrap_timed_out(ctx, vms, timeout, reasons) from err
+    if simulated:
+        ctx.log(f"{SIMULATED_NOTE} ({', '.join(simulated)})")
     ctx.log(f"{sum(v.State is VMState.ready for v in vms)} VMs ready (sentinel read through the QEMU guest agent)")
+
+
+def _simulated(sentinel: str) -> bool:
+    try:
+        data = json.loads(sentinel)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and data.get("simulated") is True

@@ -151,9 +151,9 @@ class Pve:
                 )
             return self._api
 
-    def request(self, method: str, path: str, **params: Any) -> Any:
+    def request(self, method: str, path: str, /, **params: Any) -> Any:
         """One API call: counted, translated into vmplane's CloudError tree, transient failures retried
-        with jittered backoff to a deadline."""
+        with jittered backoff to a deadline. `path` is positional-only: `PUT access/acl` has a `path` parameter."""
         name = call_name(method, path)
         deadline = time.monotonic() + RETRY_DEADLINE
         delay = 0.2
@@ -182,16 +182,16 @@ class Pve:
                 self._fault.after(name)
             return out
 
-    def get(self, path: str, **params: Any) -> Any:
+    def get(self, path: str, /, **params: Any) -> Any:
         return self.request("GET", path, **params)
 
-    def post(self, path: str, **params: Any) -> Any:
+    def post(self, path: str, /, **params: Any) -> Any:
         return self.request("POST", path, **params)
 
-    def put(self, path: str, **params: Any) -> Any:
+    def put(self, path: str, /, **params: Any) -> Any:
         return self.request("PUT", path, **params)
 
-    def delete(self, path: str, **params: Any) -> Any:
+    def delete(self, path: str, /, **params: Any) -> Any:
         return self.request("DELETE", path, **params)
 
     # ---- tasks ----

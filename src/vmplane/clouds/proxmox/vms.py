@@ -18,6 +18,7 @@ from vmplane.clouds.errors import CloudError, ConflictError, NotFoundError
 from vmplane.clouds.proxmox import naming
 from vmplane.clouds.proxmox.cloudinit_iso import DHCP_NETWORK_CONFIG, meta_data, nocloud_iso
 from vmplane.clouds.proxmox.ids import pve_ids
+from vmplane.clouds.proxmox.inventory import job_token, split_tags
 from vmplane.clouds.proxmox.session import TASK_TIMEOUT, Pve
 from vmplane.clouds.proxmox.templates import pool_shape, pool_user_data, template_hash
 from vmplane.clouds.waits import poll
@@ -37,12 +38,8 @@ class NamedBytes(io.BytesIO):
         self.name = name
 
 
-def job_token(ctx: Context) -> str:
-    return naming.tag_tokens({ctx.tagger.job_key: ctx.job_id})[0]
-
-
 def tag_set(resource: dict[str, Any]) -> set[str]:
-    return {t for t in re.split(r"[;, ]+", str(resource.get("tags") or "")) if t}
+    return set(split_tags(resource.get("tags")))
 
 
 def cluster_vms(pve: Pve) -> list[dict[str, Any]]:
@@ -71,7 +68,8 @@ def by_vmid(listing: list[dict[str, Any]], vmid: str | None) -> dict[str, Any] |
 
 
 def find_vm(ctx: Context, listing: list[dict[str, Any]], name: str) -> dict[str, Any] | None:
-    """The job's VM named `name`; a VM of that name that is someone else's is a conflict, not ours."""
+    """The job's VM named `name` (a VM of that name that is someone else's is left alone: PVE names need not
+    be unique, and preflight reports the clash)."""
     named = [r for r in listing if r.get("name") == name and int(r.get("template") or 0) != 1]
     mine = [r for r in named if owned(ctx, r)]
     if len(mine) > 1:
@@ -168,6 +166,7 @@ def iso_size(pve: Pve, node: str, storage: str, volid: str) -> int | None:
 
 
 def delete_iso(pve: Pve, node: str, volid: str) -> bool:
+    """The volid goes in the path as it is (`content/local:iso/<file>`), the way PVE's own clients send it."""
     storage = volid.split(":", 1)[0]
     return delete(
         lambda: pve.run_task(
@@ -205,12 +204,16 @@ def net0(current: str | None, bridge: str) -> str:
     return f"{head},bridge={bridge},firewall=1"
 
 
-def desired_config(ctx: Context, rec: VMRecord, current: dict[str, Any], volid: str) -> dict[str, str]:
+def desired_config(
+    ctx: Context, rec: VMRecord, current: dict[str, Any], volid: str, *, latest: bool = True
+) -> dict[str, str]:
+    """What the VM's config must say. A VM of an older config version (`latest` False) keeps its shape:
+    it is outdated, and `vmplane rotate` replaces it; only its tags, NIC and ISO are kept right."""
     shape = pool_shape(ctx, rec.Pool)
     tags = ctx.tagger.tags("vm", rec.Name)
+    sized = {"cores": str(shape["cores"]), "memory": str(shape["memory"])} if latest else {}
     return {
-        "cores": str(shape["cores"]),
-        "memory": str(shape["memory"]),
+        **sized,
         "tags": ";".join(naming.tag_tokens(tags)),
         "description": naming.description(tags),
         "net0": net0(current.get("net0"), str(ctx.infra.NetworkID)),
@@ -235,15 +238,16 @@ def same(key: str, want: str, have: Any) -> bool:
     return str(have).strip() == want.strip()
 
 
-def configure(pve: Pve, ctx: Context, rec: VMRecord, vmid: int, node: str, volid: str) -> None:
+def configure(pve: Pve, ctx: Context, rec: VMRecord, vmid: int, node: str, volid: str, *, latest: bool = True) -> None:
     """Set what differs (a re-run sends nothing), grow the boot disk, turn the VM's firewall on."""
     path = f"nodes/{node}/qemu/{vmid}"
     current = pve.get(f"{path}/config")
-    want = desired_config(ctx, rec, current, volid)
+    want = desired_config(ctx, rec, current, volid, latest=latest)
     changes: dict[str, Any] = {k: v for k, v in want.items() if not same(k, v, current.get(k))}
     if changes:
         pve.run_task("POST", f"{path}/config", node=node, what=f"config of {rec.Name}", **changes)
-    grow_disk(pve, ctx, rec, path, node, current)
+    if latest:
+        grow_disk(pve, ctx, rec, path, node, current)
     firewall_on(pve, ctx, path)
 
 
@@ -298,18 +302,30 @@ def wait_unlocked(pve: Pve, node: str, vmid: str | int, name: str) -> None:
     for: its config cannot change until the lock goes."""
 
     def free() -> bool | None:
-        current = pve.get(f"nodes/{node}/qemu/{vmid}/status/current") or {}
+        try:
+            current = pve.get(f"nodes/{node}/qemu/{vmid}/status/current") or {}
+        except NotFoundError:
+            return True  # gone meanwhile (the lock was a destroy's)
         return None if current.get("lock") else True
 
     poll(free, what=f"VM {name} ({vmid}) to be unlocked", timeout=TASK_TIMEOUT, first=0.1, cap=5)
 
 
 def destroy(pve: Pve, node: str, vmid: str | int, name: str) -> bool:
-    """Stopped (hard: it is being deleted), then destroyed with its disks and every reference (purge)."""
+    """Stopped (hard: it is being deleted), then destroyed with its disks and every reference (purge). A VM
+    under a task's lock (a clone still copying) is waited for: PVE refuses to destroy it meanwhile."""
     path = f"nodes/{node}/qemu/{vmid}"
-    if status(pve, node, vmid) is None:
+    try:
+        current = pve.get(f"{path}/status/current") or {}
+    except NotFoundError:
         return False
-    if status(pve, node, vmid) == "running":
+    if current.get("lock"):
+        wait_unlocked(pve, node, vmid, name)
+        try:
+            current = pve.get(f"{path}/status/current") or {}
+        except NotFoundError:
+            return False  # a destroy a killed run started finished it
+    if current.get("status") == "running":
         pve.run_task("POST", f"{path}/status/stop", node=node, what=f"stop of {name}")
     return delete(
         lambda: pve.run_task(
