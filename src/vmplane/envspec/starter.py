@@ -104,7 +104,7 @@ _CLOUDS: dict[Cloud, tuple[str, str, str, str, str | None]] = {
     "node": "pve1", // or "nodes": ["pve1", "pve2"]
     // "caFile": "/etc/vmplane/pve-ca.pem", // the CA of the API's certificate""",
         "VMs on a private network; port 22 is never opened.",
-        """      "template": "debian-12-template", // the template VM to clone (name or VMID)
+        """      "template": "debian-12-cloud", // the template VM to clone (name or VMID); init-node makes this one
       "cores": 2,
       "memoryMb": 2048,""",
         "QemuGuestAgent",
