@@ -110,7 +110,8 @@ def test_the_example_applies_runs_exec_and_destroys_to_nothing(
     # Ready because the guest booted from vmplane's ISO (the player plays only those), said by the agent.
     assert sorted(player.booted) == sorted(int(v["ID"]) for v in infra["VMs"])
     log = "\n".join(line for s in job["steps"] for line in s.get("log", []))
-    assert "guest agent" in log, log
+    assert "sentinel read through the QEMU guest agent" in log, log
+    assert "simulated guest" in log  # and it says no VM booted: the player wrote that sentinel
     sent = [(m, p, f) for m, p, f in requests(serving) if m != "GET"]
     assert ("PUT", "cluster/sdn") in [(m, p) for m, p, _ in sent]  # the SDN change applied
     # Each disk grown to diskGb: fakepve answers a qemu resize without storing the size, so the request it is.
