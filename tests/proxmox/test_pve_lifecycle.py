@@ -20,6 +20,7 @@ from tests.proxmox.guest import GuestPlayer
 from tests.proxmox.pve_cli import pve_cli, write_pve_env
 from tests.proxmox.pve_view import cluster_state, requests
 
+from vmplane.bootstrap.runtime import render_push_script
 from vmplane.clouds.tags import proxmox_tags
 from vmplane.envspec.load import load_spec
 
@@ -32,6 +33,11 @@ def fake(tmp_path: Path) -> Iterator[tuple[Serving, GuestPlayer]]:
             yield serving, player
         finally:
             player.stop()
+
+
+def _agent_execs(serving: Serving, vmid: int) -> list[list[str]]:
+    """The argv of every agent/exec the VM was asked to run."""
+    return serving.run(lambda: [list(a) for vm in serving.pve.vms if vm.vmid == vmid for a in vm.agent_execs.values()])
 
 
 def _secret_free(*texts: str) -> None:
@@ -114,6 +120,14 @@ def test_the_example_applies_runs_exec_and_destroys_to_nothing(
     assert "simulated guest" in log  # and it says no VM booted: the player wrote that sentinel
     sent = [(m, p, f) for m, p, f in requests(serving) if m != "GET"]
     assert ("PUT", "cluster/sdn") in [(m, p) for m, p, _ in sent]  # the SDN change applied
+    clones = [f for m, p, f in sent if p == f"nodes/pve1/qemu/{TEMPLATE_VMID}/clone"]
+    assert len(clones) == 2 and all(c["full"] == "1" and c["pool"] == infra["Cloud"]["Pool"] for c in clones)
+    # The runtime settings reached each VM through agent/exec (the pipeline's runtime push): its script.
+    assert "pushed to 2 VMs through the exec channel" in log, log
+    push = render_push_script(load_spec(env_file))
+    assert "/etc/vmplane/runtime.env" in push
+    for vm in infra["VMs"]:
+        assert push.strip() in [argv[-1].strip() for argv in _agent_execs(serving, int(vm["ID"]))], vm["Name"]
     # Each disk grown to diskGb: fakepve answers a qemu resize without storing the size, so the request it is.
     for vm in infra["VMs"]:
         resize = f"nodes/{vm['AZ']}/qemu/{vm['ID']}/resize"
@@ -125,7 +139,7 @@ def test_the_example_applies_runs_exec_and_destroys_to_nothing(
     out = json.loads(ran.stdout)
     assert out["exitCode"] == 0
     vmid = next(int(v["ID"]) for v in infra["VMs"] if v["Name"] == "pvl-web-0")
-    argvs = serving.run(lambda: [a for vm in serving.pve.vms if vm.vmid == vmid for a in vm.agent_execs.values()])
+    argvs = _agent_execs(serving, vmid)
     assert any("uname -a" in " ".join(argv) for argv in argvs), argvs
 
     # No interactive session through the API: the refusal says what to use instead.
