@@ -78,3 +78,7 @@ def test_a_missing_token_names_the_variable_and_creates_nothing(quiet: Serving, 
         assert job["status"] == "failed" and job["steps"][0]["name"] == "stepValidate"
         assert all(s["status"] == "pending" for s in job["steps"][1:])
     assert TOKEN_SECRET not in said
+    # With the token set, the record it left is destroyed cleanly: nothing to delete, nothing made.
+    gone = pve_cli(tmp_path).json("destroy", "-f", str(env_file), "--yes")
+    assert gone["status"] == ("deleted" if out.strip() else "absent"), gone
+    assert mutating(quiet) == []
