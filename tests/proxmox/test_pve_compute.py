@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.proxmox.conftest import JOB_ID, make_ctx, make_spec, network_ready, pve_for, writes
@@ -155,6 +156,26 @@ def test_a_destroy_a_killed_run_left_running_is_waited_out(
     compute.delete_vms(pve, ctx)
     timer.join()
     assert clones(cluster) == {} and ctx.infra.VMs == []
+
+
+def test_a_clone_whose_answer_was_lost_is_adopted_not_made_twice(
+    cluster: Serving, pve: Pve, ctx: Context, guest: GuestPlayer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from vmplane.clouds.errors import ConflictError
+    from vmplane.clouds.proxmox import vms
+
+    real_clone = vms.clone
+
+    def clone_then_lose_the_answer(*args: Any) -> None:
+        real_clone(*args)  # the first try made it; its retry was told the VMID's config exists
+        raise ConflictError("unable to create VM: config file already exists")
+
+    monkeypatch.setattr(vms, "clone", clone_then_lose_the_answer)
+    ctx.spec = make_spec(size=1)
+    templates.ensure_templates(pve, ctx)
+    compute.ensure_vms(pve, ctx)
+    assert list(clones(cluster)) == [int(str(ctx.infra.VMs[0].ID))]
+    assert ctx.infra.VMs[0].State is VMState.ready
 
 
 def test_a_recorded_vmid_now_holding_another_vm_is_not_adopted(cluster: Serving, pve: Pve, guest: GuestPlayer) -> None:

@@ -113,6 +113,11 @@ def clone_new(pve: Pve, ctx: Context, rec: VMRecord, node: str, version: int) ->
         try:
             vms.clone(pve, ctx, rec, vmid, node)
         except ConflictError:
+            # Ours, if a retried call's first try made it (its answer lost): adopted, not cloned twice.
+            mine = vms.by_vmid(vms.cluster_vms(pve), str(vmid))
+            if mine is not None and mine.get("name") == rec.Name:
+                vms.wait_unlocked(pve, str(mine["node"]), vmid, rec.Name)
+                return vmid, str(mine["node"])
             if attempt == CLONE_ATTEMPTS:
                 raise
             ids.Vmids = {k: v for k, v in ids.Vmids.items() if k != str(vmid)}

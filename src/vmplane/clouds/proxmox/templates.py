@@ -19,9 +19,7 @@ from vmplane.clouds.base import Context
 from vmplane.clouds.errors import InvalidRequestError
 from vmplane.clouds.proxmox.ids import pve_ids
 from vmplane.clouds.proxmox.session import Pve
-
-DEFAULT_CORES = 2
-DEFAULT_MEMORY_MB = 2048
+from vmplane.envspec.percloud import PROXMOX_CORES, PROXMOX_MEMORY_MB
 
 
 def pool_user_data(ctx: Context, pool_name: str) -> str:
@@ -32,8 +30,9 @@ def pool_user_data(ctx: Context, pool_name: str) -> str:
 def pool_shape(ctx: Context, pool_name: str) -> dict[str, int]:
     pool = ctx.spec.pools[pool_name]
     return {
-        "cores": pool.cores or DEFAULT_CORES,
-        "memory": pool.memory_mb or DEFAULT_MEMORY_MB,
+        # EnvSpec fills both in for proxmox (envspec/percloud.py); its defaults cover a pool built on its own.
+        "cores": pool.cores or PROXMOX_CORES,
+        "memory": pool.memory_mb or PROXMOX_MEMORY_MB,
         "diskGb": pool.disk_gb,
     }
 

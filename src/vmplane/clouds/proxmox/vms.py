@@ -133,6 +133,11 @@ def ensure_iso(pve: Pve, ctx: Context, rec: VMRecord, vmid: int, node: str, *, c
     listed = {c.get("volid"): c for c in pve.get(f"nodes/{node}/storage/{storage}/content", content="iso") or []}
     if volid in listed and not current:
         return volid
+    if not current:  # an outdated VM's ISO is gone: PVE would not start it without one
+        ctx.log(
+            f"{rec.Name}: its NoCloud ISO is missing; uploading the current config's "
+            "(cloud-init runs it at the next boot)"
+        )
     data = seed_iso(ctx, rec, vmid)
     if volid in listed and int(listed[volid].get("size") or -1) == len(data):
         return volid
