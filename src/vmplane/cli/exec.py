@@ -24,7 +24,7 @@ def exec_cmd(
     output: OutputOpt = "text",
 ) -> None:
     """Run a command on a VM through the IAM-gated exec channel (SSM Run Command on AWS, a metadata mailbox
-    on Google Cloud). No SSH keys, ever."""
+    on Google Cloud, the QEMU guest agent on Proxmox VE). No SSH keys, ever."""
     import shlex
     import shutil
 
