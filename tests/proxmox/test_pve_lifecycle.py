@@ -155,6 +155,8 @@ def test_the_example_applies_runs_exec_and_destroys_to_nothing(
     done = json.loads(gone.stdout)
     assert done["status"] == "deleted", done["error"]
     assert [s["name"] for s in done["teardownSteps"]] == TEARDOWN
+    unregister = next(s for s in done["teardownSteps"] if s["name"] == "stepUnregisterSpace")
+    assert "nothing tagged with this job remains" in "\n".join(unregister["log"])  # the driver's leftover scan
     _secret_free(gone.stdout, gone.stderr)
     left = cluster_state(serving)
     assert left["vms"] == [] and left["pools"] == {} and left["groups"] == {} and left["isos"] == []
