@@ -20,13 +20,14 @@ EXAMPLE = "proxmox.jsonc"
 
 @dataclass
 class PveCli(Cli):
-    """A Cli whose every run carries `token` (PROXMOX_TOKEN_ID/SECRET) in its environment."""
+    """A Cli whose every run carries `token` (PROXMOX_TOKEN_ID/SECRET) in its environment, and no other:
+    a token set in the test's own environment (a developer's real one) never reaches the CLI."""
 
     token: dict[str, str] = field(default_factory=dict)
 
     @property
     def env(self) -> dict[str, str]:
-        return {**super().env, **self.token}
+        return {**{k: v for k, v in super().env.items() if not k.startswith("PROXMOX_")}, **self.token}
 
 
 def pve_cli(tmp_path: Path, *, token: bool = True) -> PveCli:
