@@ -100,5 +100,12 @@ class InfraConfig(StateModel):
             and v.LaunchTemplateVersion < self.LaunchTemplateVersion.get(v.Pool, v.LaunchTemplateVersion)
         ]
 
+    def vms_to_rotate(self, pool: str) -> list[VMRecord]:
+        """The pool's outdated VMs, and those whose rotation a crash interrupted (`ReplacementID` set: finished
+        too, whatever the versions say), in index order."""
+        outdated = [v for v in self.outdated_vms() if v.Pool == pool]
+        resumed = [v for v in self.VMs if v.Pool == pool and v.ReplacementID and v not in outdated]
+        return sorted([*outdated, *resumed], key=lambda v: (v.Index, v.Name))
+
     def vm(self, name: str) -> VMRecord | None:
         return next((v for v in self.VMs if v.Name == name), None)

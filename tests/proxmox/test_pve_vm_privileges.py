@@ -65,3 +65,14 @@ def test_the_shared_privilege_list_holds_these() -> None:
     privileges = pytest.importorskip("vmplane.clouds.proxmox.privileges", reason="pve-net's list not merged yet")
     names = set(privileges.PRIVILEGES)
     assert names >= VM_PRIVILEGES, sorted(VM_PRIVILEGES - names)
+
+
+def test_without_the_file_read_right_readiness_fails_at_once_not_at_the_timeout(
+    cluster: Serving, pve: Pve, ctx: Context, guest: GuestPlayer
+) -> None:
+    # Neither FileRead nor Unrestricted (which also allows it): a refusal, not "the guest is still booting".
+    held = VM_PRIVILEGES - {"VM.GuestAgent.FileRead", "VM.GuestAgent.Unrestricted"}
+    cluster.run(cluster.pve.grant, TOKEN_USER, "/", *sorted(held))
+    templates.ensure_templates(pve, ctx)
+    with pytest.raises(AuthError, match="VM.GuestAgent"):
+        compute.ensure_vms(pve, ctx)  # the spec's bootstrap timeout is 900 s: the test would time out

@@ -36,10 +36,7 @@ def health_timeout(ctx: Context) -> float:
 
 def rotate_pool(aws: AwsClients, ctx: Context, pool_name: str) -> list[str]:
     pool = ctx.spec.pools[pool_name]
-    outdated = [v for v in ctx.infra.outdated_vms() if v.Pool == pool_name]
-    # A rotation interrupted after its replacement launched is finished too, whatever the versions say.
-    resumed = [v for v in ctx.infra.VMs if v.Pool == pool_name and v.ReplacementID and v not in outdated]
-    todo = sorted([*outdated, *resumed], key=lambda v: v.Index)
+    todo = ctx.infra.vms_to_rotate(pool_name)
     if not todo:
         return [f"{pool_name}: every VM runs template v{ctx.infra.LaunchTemplateVersion.get(pool_name)}"]
     if isinstance(pool, AsgPool):

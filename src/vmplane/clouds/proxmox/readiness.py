@@ -13,7 +13,7 @@ import re
 
 from vmplane.bootstrap.vmconfig import BOOTSTRAP_LOG_PATH
 from vmplane.clouds.base import Context, bootstrap_timed_out
-from vmplane.clouds.errors import CloudError, DeadlineExceededError, InvalidRequestError
+from vmplane.clouds.errors import AuthError, CloudError, DeadlineExceededError, InvalidRequestError
 from vmplane.clouds.proxmox.session import Pve
 from vmplane.clouds.waits import poll
 from vmplane.envspec.models import SENTINEL_PATH
@@ -33,9 +33,12 @@ def agent_down(err: CloudError) -> bool:
 
 
 def read_file(pve: Pve, node: str, vmid: str, path: str) -> str | None:
-    """A guest file's content through the agent; None while the agent cannot answer (down, no such file)."""
+    """A guest file's content through the agent; None while the agent cannot answer (down, no such file).
+    A refused permission is no "not yet": it raises at once instead of waiting out the bootstrap timeout."""
     try:
         got = pve.get(f"nodes/{node}/qemu/{vmid}/agent/file-read", file=path)
+    except AuthError:
+        raise
     except CloudError:
         return None
     return str((got or {}).get("content") or "")

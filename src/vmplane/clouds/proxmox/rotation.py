@@ -22,10 +22,7 @@ NEW = "new"  # ReplacementID's second phase: the old VM is gone
 
 def rotate_pool(pve: Pve, ctx: Context, pool_name: str) -> list[str]:
     version = ctx.infra.LaunchTemplateVersion.get(pool_name)
-    outdated = [v for v in ctx.infra.outdated_vms() if v.Pool == pool_name]
-    # A rotation interrupted mid-way is finished too, whatever the versions say.
-    resumed = [v for v in ctx.infra.VMs if v.Pool == pool_name and v.ReplacementID and v not in outdated]
-    todo = sorted([*outdated, *resumed], key=lambda v: (v.Index, v.Name))
+    todo = ctx.infra.vms_to_rotate(pool_name)
     if not todo:
         return [f"{pool_name}: every VM runs config v{version}"]
     placement = Placement(pve, ctx, pool_name)
