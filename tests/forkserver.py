@@ -24,6 +24,7 @@ import json
 import os
 import runpy
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -116,6 +117,9 @@ def serve(path: str) -> tuple[dict[str, Any], list[int]] | None:
             continue
         conn, _ = listener.accept()
         raw, fds, _, _ = socket.recv_fds(conn, MAX_MESSAGE, 3)
+        size, _, raw = raw.partition(b"\n")  # a stream socket may deliver a long request in parts
+        while len(raw) < int(size):
+            raw += conn.recv(int(size) - len(raw))
         sys.stdout.flush()
         sys.stderr.flush()
         if os.fork() != 0:  # the server: on to the next request
@@ -167,6 +171,7 @@ class Server:
 
     def __init__(self) -> None:
         self._dir = tempfile.mkdtemp(prefix="vmplane-fork-")
+        atexit.register(shutil.rmtree, self._dir, ignore_errors=True)
         self.path = str(Path(self._dir) / "sock")
         root = Path(__file__).resolve().parents[1]
         self.proc = subprocess.Popen(
@@ -192,9 +197,11 @@ class Server:
     def spawn(self, args: list[str], env: dict[str, str], stdout: IO[Any], stderr: IO[Any]) -> Forked:
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         conn.connect(self.path)
-        request = json.dumps({"args": args, "env": env, "cwd": str(Path.cwd())}).encode()
+        body = json.dumps({"args": args, "env": env, "cwd": str(Path.cwd())}).encode()
+        request = str(len(body)).encode() + b"\n" + body
         with Path(os.devnull).open("rb") as devnull:
-            socket.send_fds(conn, [request], [devnull.fileno(), stdout.fileno(), stderr.fileno()])
+            sent = socket.send_fds(conn, [request], [devnull.fileno(), stdout.fileno(), stderr.fileno()])
+        conn.sendall(request[sent:])
         return Forked(args, conn, stdout, stderr)
 
 
