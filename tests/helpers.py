@@ -14,6 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests import forkserver
+from tests.forkserver import Forked
+
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
 
@@ -110,7 +113,9 @@ class Cli:
         )
         return env
 
-    def popen(self, *args: str, extra_env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    def popen(self, *args: str, extra_env: dict[str, str] | None = None) -> subprocess.Popen[str] | Forked:
+        if forkserver.enabled():
+            return forkserver.popen(list(args), {**self.env, **(extra_env or {})})
         return subprocess.Popen(
             [sys.executable, "-m", "vmplane", *args],
             env={**self.env, **(extra_env or {})},
@@ -123,6 +128,8 @@ class Cli:
     def run(
         self, *args: str, timeout: float = 180, extra_env: dict[str, str] | None = None
     ) -> subprocess.CompletedProcess[str]:
+        if forkserver.enabled():  # the same `python -m vmplane`, forked from a process that has its libraries loaded
+            return forkserver.run(list(args), {**self.env, **(extra_env or {})}, timeout)
         return subprocess.run(
             [sys.executable, "-m", "vmplane", *args],
             env={**self.env, **(extra_env or {})},

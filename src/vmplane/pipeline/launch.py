@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, wait
 from typing import Any
 
 from vmplane.settings import Settings
@@ -74,9 +75,12 @@ def run(
     from vmplane.pipeline import engine
 
     handle, wid = start(settings, job_id, phase)
+    # A workflow this process runs ends as a Future (DBOS records its outcome first): waiting on it sees the
+    # end at once, and each poll is then only the job's row. Any other handle: ask DBOS each poll.
+    future: Future[Any] | None = getattr(handle, "future", None)
     last_version = -1
     while True:
-        done = engine.status_of(wid) not in ACTIVE_WORKFLOW
+        done = future.done() if future is not None else engine.status_of(wid) not in ACTIVE_WORKFLOW
         with transaction(settings.db_url) as s:
             job = jobs.view(jobs.get_row(s, job_id))
         if on_progress and job.version != last_version:
@@ -85,7 +89,10 @@ def run(
         if done:
             handle.get_result()
             break
-        time.sleep(poll_interval)
+        if future is not None:
+            wait([future], timeout=poll_interval)
+        else:
+            time.sleep(poll_interval)
     with transaction(settings.db_url) as s:
         return jobs.view(jobs.get_row(s, job_id))
 

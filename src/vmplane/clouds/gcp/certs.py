@@ -23,7 +23,8 @@ from vmplane.clouds.gcp.ownership import description, owned_by
 from vmplane.clouds.gcp.session import CALL_TIMEOUT, GcpClients
 
 CERT_DEADLINE = 20 * 60.0  # on Google Cloud; issuance itself may take up to ~60 min after DNS resolves
-SANDBOX_CERT_DEADLINE = 1.0  # the sandbox activates a certificate only when a test says so: one look, briefly
+# The sandbox activates a certificate only when a test says so: one look (a wait cost every apply 0.5 s).
+SANDBOX_CERT_DEADLINE = 0.0
 POLL_CAP = 30.0
 # Per-domain statuses that will not clear by waiting: DNS or CAA records must change first.
 FAILED_DOMAIN = {"FAILED_NOT_VISIBLE", "FAILED_CAA_CHECKING", "FAILED_CAA_FORBIDDEN"}
