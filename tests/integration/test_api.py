@@ -207,3 +207,16 @@ def test_admins_manage_their_orgs_tokens(api: Api) -> None:
     assert api.client(org="other").delete(f"/tokens/{made.json()['id']}").status_code == 404  # not its org
     assert admin.delete(f"/tokens/{made.json()['id']}").status_code == 204
     assert new.get("/provisioning-jobs").status_code == 401  # revoked at once
+
+
+@pytest.mark.sandbox
+def test_a_file_its_driver_cannot_run_is_422_and_records_no_job(api: Api) -> None:
+    # An asg pool on Proxmox VE (no cloud autoscaler): the driver's capabilities refuse it before a job
+    # exists, so nothing runs and the cluster (pve.example, never reached) is not asked.
+    c = api.client()
+    doc = spec_doc("api-pve-asg", "proxmox.jsonc")
+    doc["pools"]["web"] = {"mode": "asg", "min": 1, "max": 2, "desired": 1, "template": "debian-12-cloud"}
+    r = c.post("/provisioning-jobs", json=doc)
+    assert r.status_code == 422, r.text
+    assert "pools.web.mode" in r.text and "no cloud autoscaler" in r.text
+    assert all(j["env"] != "api-pve-asg" for j in c.get("/provisioning-jobs").json()["items"])

@@ -1,5 +1,5 @@
 """What a Proxmox file cannot ask for, refused through the real CLI before anything is made on the
-cluster: an `asg` pool (Proxmox VE has no cloud autoscaler), a `loadBalancer` block (no load balancer
+cluster: an `asg` pool (Proxmox VE has no cloud autoscaler: refused with the driver's capabilities before a job exists), a `loadBalancer` block (no load balancer
 either; refused when the file loads, so the cluster is not even asked), and a missing API token."""
 
 from __future__ import annotations
@@ -34,27 +34,17 @@ def _apply(tmp_path: Path, env_file: Path, *, token: bool = True) -> tuple[int, 
 ASG = {"web": {"mode": "asg", "min": 1, "max": 3, "desired": 2, "template": TEMPLATE_NAME}}
 
 
-def test_an_asg_pool_is_refused_in_step_validate_naming_its_mode(quiet: Serving, tmp_path: Path) -> None:
+def test_an_asg_pool_exits_2_naming_its_mode_before_any_job_or_request(quiet: Serving, tmp_path: Path) -> None:
     env_file = write_pve_env(tmp_path, quiet, "pvr-asg", pools=ASG)
     code, out, err = _apply(tmp_path, env_file)
-    assert code != 0, f"exit {code}\n{out}\n{err}"
-    job = json.loads(out)
-    validate = job["steps"][0]
-    assert (job["status"], validate["name"], validate["status"]) == ("failed", "stepValidate", "failed")
-    assert "pools.web.mode" in validate["error"] and "Proxmox VE has no cloud autoscaler" in validate["error"]
-    assert all(s["status"] == "pending" for s in job["steps"][1:])
-    assert mutating(quiet) == []
-
-
-# The issue's acceptance asks exit 2 (a validation error, nothing created) for an asg pool, like the
-# loadBalancer refusal; the capability check runs in stepValidate, inside a job, and a failed job exits 1
-# (cli/running.py finish). Making it 2 is a CLI decision (check driver.validate in plan_apply before a job
-# exists) outside this test's files: strict, so it turns red the day it changes.
-@pytest.mark.xfail(strict=True, reason="capability refusals fail the job in stepValidate: exit 1, not 2")
-def test_an_asg_pool_exits_2_like_a_validation_error(quiet: Serving, tmp_path: Path) -> None:
-    env_file = write_pve_env(tmp_path, quiet, "pvr-asg2", pools=ASG)
-    code, out, err = _apply(tmp_path, env_file)
     assert code == 2, f"exit {code}\n{out}\n{err}"
+    assert "pools.web.mode" in err and "Proxmox VE has no cloud autoscaler" in err, err
+    assert "nothing was created" in err
+    assert quiet.run(lambda: list(quiet.pve.requests)) == []  # the cluster was not even asked
+    listed = pve_cli(tmp_path).run("jobs", "--output", "json")
+    assert listed.returncode == 0 and json.loads(listed.stdout)["jobs"] == [], listed.stdout  # no job recorded
+    plan = pve_cli(tmp_path).run("plan", "-f", str(env_file))
+    assert plan.returncode == 2 and "pools.web.mode" in plan.stderr, plan.stderr
 
 
 def test_a_load_balancer_is_refused_when_the_file_loads(quiet: Serving, tmp_path: Path) -> None:

@@ -74,5 +74,5 @@ def test_without_the_file_read_right_readiness_fails_at_once_not_at_the_timeout(
     held = VM_PRIVILEGES - {"VM.GuestAgent.FileRead", "VM.GuestAgent.Unrestricted"}
     cluster.run(cluster.pve.grant, TOKEN_USER, "/", *sorted(held))
     templates.ensure_templates(pve, ctx)
-    with pytest.raises(AuthError, match="VM.GuestAgent"):
+    with pytest.raises(AuthError, match=r"VM\.GuestAgent"):
         compute.ensure_vms(pve, ctx)  # the spec's bootstrap timeout is 900 s: the test would time out

@@ -9,10 +9,13 @@ from enum import StrEnum
 from typing import Any
 
 from vmplane.bootstrap import vmconfig
+from vmplane.clouds.base import CloudDriver
+from vmplane.clouds.errors import ProviderInvalidError
 from vmplane.clouds.registry import driver_for
 from vmplane.cost.delta import plan_cost
 from vmplane.envspec.impact import CONSEQUENCE, Change, Impact, diff
 from vmplane.envspec.models import EnvSpec
+from vmplane.errors import UsageError
 from vmplane.jobs import service as jobs
 from vmplane.jobs.service import JobConflictError, JobStatus, JobView, OperationRecord, Phase
 from vmplane.pipeline.plan import TEARDOWN_STEPS, Plan, PlanKind, provision_plan, provision_steps, teardown_plan
@@ -21,6 +24,25 @@ from vmplane.state import InfraConfig
 from vmplane.store.db import transaction
 from vmplane.store.job_records import OperationStatus
 from vmplane.target import Target
+
+
+class UnsupportedSpecError(UsageError):
+    """The file asks what the provider's driver cannot do (an `asg` pool on Proxmox VE, ...): refused before
+    any job exists (exit 2, HTTP 422), each problem naming its field."""
+
+
+def refuse_unsupported(driver: CloudDriver, spec: EnvSpec) -> None:
+    """The driver's capability check (what stepValidate runs first), here so a request bound to fail creates
+    nothing. A provider that answers `Invalid` to everything (the Azure stub) is left to its job, which
+    records that answer."""
+    try:
+        problems = driver.validate(spec)
+    except ProviderInvalidError:
+        return
+    if problems:
+        raise UnsupportedSpecError(
+            f"{spec.provider.cloud.value} cannot run this file; nothing was created: " + "; ".join(problems)
+        )
 
 
 class Decision(StrEnum):
@@ -54,7 +76,9 @@ def plan_apply(settings: Settings, spec: EnvSpec, target: Target) -> ApplyPlan:
     with transaction(settings.db_url) as s:
         row = jobs.find_current_job(s, spec.org, spec.name)
         job = jobs.view(row) if row is not None else None
-    fresh = provision_plan(driver_for(target), spec, InfraConfig(), target.describe())
+    driver = driver_for(target)
+    refuse_unsupported(driver, spec)
+    fresh = provision_plan(driver, spec, InfraConfig(), target.describe())
     fresh.notes.extend(unpinned_notes(spec, target))
     if job is None:
         return ApplyPlan(Decision.new, fresh, None)
@@ -84,6 +108,7 @@ def plan_apply(settings: Settings, spec: EnvSpec, target: Target) -> ApplyPlan:
 
 def plan_update(spec: EnvSpec, target: Target, job: JobView) -> ApplyPlan:
     """An applied environment and a changed file: every change classified by its impact."""
+    refuse_unsupported(driver_for(target), spec)
     changes = diff(job.config["spec"], jobs.spec_json(spec)) + manifest_changes(job, spec)
     refusals: list[str] = []
     for c in changes:
