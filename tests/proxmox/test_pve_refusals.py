@@ -1,6 +1,7 @@
 """What a Proxmox file cannot ask for, refused through the real CLI before anything is made on the
-cluster: an `asg` pool (Proxmox VE has no cloud autoscaler: refused with the driver's capabilities before a job exists), a `loadBalancer` block (no load balancer
-either; refused when the file loads, so the cluster is not even asked), and a missing API token."""
+cluster: an `asg` pool (Proxmox VE has no cloud autoscaler: the driver's capabilities refuse it before a
+job exists), a `loadBalancer` block (no load balancer either; refused when the file loads, so the cluster
+is not even asked), and a missing API token."""
 
 from __future__ import annotations
 
