@@ -99,6 +99,9 @@ def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> 
     def run(args: list[str]) -> Ran:
         capsys.readouterr()
         monkeypatch.setattr(sys, "argv", ["vmplane", *args])
+        # As in a fresh `vmplane` process: main() ends a process that imported the workflow engine with
+        # os._exit (DBOS's threads), which here would be this test worker, when an earlier test imported it.
+        monkeypatch.delitem(sys.modules, "vmplane.pipeline.engine", raising=False)
         try:
             cli_main.main()
             code = 0

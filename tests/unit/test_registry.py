@@ -158,3 +158,14 @@ def test_runtime_settings_too_large_for_the_exec_channel_are_refused_before_anyt
     assert len(problems) == 1 and problems[0].startswith("runtime: the settings make a ")
     assert "more than the exec channel's 48 KB" in problems[0]
     assert runtime_script_problem(spec, AwsDriver.capabilities.exec_payload_bytes) is None
+
+
+@pytest.mark.parametrize("cloud", [Cloud.aws, Cloud.gcp, Cloud.proxmox])
+def test_every_starter_passes_its_drivers_capability_check(cloud):
+    # `vmplane init --cloud` and the dashboard's starters must give a file the driver would run (the GCP
+    # starter once named debian-12, whose images do not run cloud-init, and was refused).
+    from vmplane.envspec.load import parse_spec_text
+    from vmplane.envspec.starter import render_starter
+
+    spec = parse_spec_text(render_starter("shop", "acme", cloud=cloud), "starter.jsonc")
+    assert driver_for(Target.for_spec(spec, None)).validate(spec) == []

@@ -94,7 +94,7 @@ _CLOUDS: dict[Cloud, tuple[str, str, str, str, str | None]] = {
     "region": __REGION__,""",
         "A new private VPC network with Cloud NAT egress: VMs get no public IPs, port 22 is never opened.",
         """      "instanceType": "e2-small",
-      "image": "debian-12", // an image family or image""",
+      "image": "ubuntu-24.04", // an image family or image; Google's Debian images do not run cloud-init""",
         "OSConfig",
         "GCPManaged",
     ),
