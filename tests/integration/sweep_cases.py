@@ -3,7 +3,9 @@ kill points to test, and pytest parameters with the emulator gaps marked."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from itertools import zip_longest
 from pathlib import Path
 from typing import Any
@@ -55,9 +57,32 @@ def assert_cases(applied: dict[str, Any], destroyed: dict[str, Any], case: Calla
     assert got_destroy == destroy_ops, f"DESTROY_OPS = {got_destroy!r}"
 
 
+@dataclass(frozen=True)
+class Reference:
+    """A clean run's apply job, the cloud's normalised snapshot after it, and its destroy job."""
+
+    applied: dict[str, Any]
+    snapshot: dict[str, Any]
+    destroyed: dict[str, Any]
+
+
+def differences(got: Any, want: Any, where: str = "") -> list[str]:
+    """Where two normalised snapshots part, as `kind[i].field: got != want` lines (an assertion message, not
+    a comparison of its own)."""
+    if isinstance(got, dict) and isinstance(want, dict):
+        return [p for k in sorted(set(got) | set(want)) for p in differences(got.get(k), want.get(k), f"{where}.{k}")]
+    if isinstance(got, list) and isinstance(want, list) and len(got) == len(want):
+        return [p for i, (g, w) in enumerate(zip(got, want, strict=True)) for p in differences(g, w, f"{where}[{i}]")]
+    return [] if got == want else [f"{where}: {_short(got)} != {_short(want)}"]
+
+
+def _short(value: Any) -> str:
+    return json.dumps(value, default=repr)[:300]
+
+
 def killed_apply_then_killed_destroy(
     cli: Cli, env_file: Path, apply_op: str | None, destroy_op: str | None, snapshot: Callable[[str], Any],
-    want: Any, differences: Callable[[Any, Any], list[str]], remaining: Callable[[str], Any],
+    want: Any, remaining: Callable[[str], Any],
     flags: tuple[str, ...] = ("--sandbox",),
 ) -> None:  # fmt: skip
     """kill -9 an apply right after `apply_op` and resume it: the account must hold what a clean run left.
@@ -70,7 +95,7 @@ def killed_apply_then_killed_destroy(
     job = cli.json(*args)
     assert job["status"] == "succeeded", job["error"]
     got = snapshot(job["id"])
-    assert got == want, f"apply killed after {apply_op}:\n" + "\n".join(differences(got, want))
+    assert got == want, f"apply killed after {apply_op}:\n" + "\n".join(differences(got, want)[:40])
     args = ("destroy", "-f", str(env_file), *flags, "--yes")
     if destroy_op is not None:
         kill_after(cli, destroy_op, *args)

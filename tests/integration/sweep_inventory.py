@@ -268,17 +268,3 @@ def inventory(sb: Sandbox, *, job_id: str, org: str, name: str, domain: str, lb_
 def remaining(inv: dict[str, Any]) -> dict[str, Any]:
     """The kinds that still hold something (empty when the environment is completely gone)."""
     return {k: v for k, v in inv.items() if v}
-
-
-def differences(got: Any, want: Any, path: str = "") -> list[str]:
-    """Readable paths where two inventories differ (an assertion message, not a comparison of its own)."""
-    if isinstance(got, dict) and isinstance(want, dict):
-        return [d for k in sorted(set(got) | set(want)) for d in differences(got.get(k), want.get(k), f"{path}.{k}")]
-    if isinstance(got, list) and isinstance(want, list) and len(got) == len(want):
-        return [d for i, (g, w) in enumerate(zip(got, want, strict=True)) for d in differences(g, w, f"{path}[{i}]")]
-    return [] if got == want else [f"{path}: {_short(got)} != {_short(want)}"]
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 400 else f"{text[:400]}..."

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 from tests.helpers import Cli, Sandbox, write_env
-from tests.integration.sweep_cases import assert_cases, killed_apply_then_killed_destroy, paired_params
-from tests.integration.sweep_inventory import differences, inventory, remaining
+from tests.integration.sweep_cases import Reference, assert_cases, killed_apply_then_killed_destroy, paired_params
+from tests.integration.sweep_inventory import inventory, remaining
 
 from vmplane.clouds.aws import naming
 from vmplane.envspec.load import load_spec
@@ -117,11 +117,6 @@ def snapshot(sandbox: Sandbox, env_file: Path, job_id: str) -> dict[str, Any]:
     )
 
 
-class Reference:
-    def __init__(self, applied: dict[str, Any], inv: dict[str, Any], destroyed: dict[str, Any]) -> None:
-        self.applied, self.inventory, self.destroyed = applied, inv, destroyed
-
-
 @pytest.fixture(scope="module")
 def reference(sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> Reference:
     """One clean apply and destroy per worker: the inventory every resumed apply must equal, and the
@@ -154,5 +149,5 @@ def test_apply_then_destroy_killed_at_each_call_converge(
     env_file = write_env(tmp_path, f"sw-{index:02d}", example="web.jsonc")
     snap = partial(snapshot, sandbox, env_file)
     killed_apply_then_killed_destroy(
-        cli, env_file, apply_op, destroy_op, snap, reference.inventory, differences, lambda j: remaining(snap(j))
+        cli, env_file, apply_op, destroy_op, snap, reference.snapshot, lambda j: remaining(snap(j))
     )

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from tests.helpers import Cli, Sandbox, write_env
 from tests.integration.gcp_inventory import Gcp, job_resources, records
-from tests.integration.sweep_cases import assert_cases, killed_apply_then_killed_destroy, paired_params
+from tests.integration.sweep_cases import Reference, assert_cases, killed_apply_then_killed_destroy, paired_params
 
 from vmplane.envspec.load import load_spec
 
@@ -140,24 +140,6 @@ def remaining(snap: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in snap.items() if v}
 
 
-def _paths(got: Any, want: Any, where: str) -> list[str]:
-    """Where two normalised snapshots part, as `kind[i].field: got != want` lines."""
-    if isinstance(got, dict) and isinstance(want, dict):
-        return [p for k in sorted(set(got) | set(want)) for p in _paths(got.get(k), want.get(k), f"{where}.{k}")]
-    if isinstance(got, list) and isinstance(want, list) and len(got) == len(want):
-        return [p for i, (g, w) in enumerate(zip(got, want, strict=True)) for p in _paths(g, w, f"{where}[{i}]")]
-    return [] if got == want else [f"{where}: {json.dumps(got)[:300]} != {json.dumps(want)[:300]}"]
-
-
-def differences(got: dict[str, Any], want: dict[str, Any]) -> list[str]:
-    return _paths(got, want, "")[:40]
-
-
-class Reference:
-    def __init__(self, applied: dict[str, Any], snap: dict[str, Any], destroyed: dict[str, Any]) -> None:
-        self.applied, self.snapshot, self.destroyed = applied, snap, destroyed
-
-
 @pytest.fixture(scope="module")
 def gcp(sandbox: Sandbox) -> Gcp:
     return Gcp(sandbox.gcp_endpoint)
@@ -194,5 +176,5 @@ def test_gcp_apply_then_destroy_killed_at_each_call_converge(
     env_file = write_env(tmp_path, f"gsw-{index:02d}", example="gcp-web.jsonc")
     snap = partial(snapshot, gcp, env_file)
     killed_apply_then_killed_destroy(
-        cli, env_file, apply_op, destroy_op, snap, reference.snapshot, differences, lambda j: remaining(snap(j))
+        cli, env_file, apply_op, destroy_op, snap, reference.snapshot, lambda j: remaining(snap(j))
     )

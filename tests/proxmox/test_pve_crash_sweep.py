@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.integration.sweep_cases import assert_cases, killed_apply_then_killed_destroy, paired_params
+from tests.integration.sweep_cases import Reference, assert_cases, killed_apply_then_killed_destroy, paired_params
 from tests.proxmox.fakecluster import Serving, serve
 from tests.proxmox.guest import GuestPlayer
 from tests.proxmox.pve_cli import PveCli, pve_cli, write_pve_env
@@ -114,23 +114,6 @@ def remaining(snap: dict[str, Any]) -> dict[str, Any]:
     return left
 
 
-def _paths(got: Any, want: Any, where: str) -> list[str]:
-    if isinstance(got, dict) and isinstance(want, dict):
-        return [p for k in sorted(set(got) | set(want)) for p in _paths(got.get(k), want.get(k), f"{where}.{k}")]
-    if isinstance(got, list) and isinstance(want, list) and len(got) == len(want):
-        return [p for i, (g, w) in enumerate(zip(got, want, strict=True)) for p in _paths(g, w, f"{where}[{i}]")]
-    return [] if got == want else [f"{where}: {json.dumps(got)[:300]} != {json.dumps(want)[:300]}"]
-
-
-def differences(got: dict[str, Any], want: dict[str, Any]) -> list[str]:
-    return _paths(got, want, "")[:40]
-
-
-class Reference:
-    def __init__(self, applied: dict[str, Any], snap: dict[str, Any], destroyed: dict[str, Any]) -> None:
-        self.applied, self.snapshot, self.destroyed = applied, snap, destroyed
-
-
 def _cluster(pki: Path) -> Iterator[tuple[Serving, GuestPlayer]]:
     pki.mkdir(exist_ok=True)
     with serve(pki) as serving:
@@ -189,6 +172,6 @@ def test_pve_apply_then_destroy_killed_at_each_call_converge(
         return snapshot(serving, env_file, job_id)
 
     killed_apply_then_killed_destroy(
-        cli, env_file, apply_op, destroy_op, snap, reference.snapshot, differences, lambda j: remaining(snap(j)),
+        cli, env_file, apply_op, destroy_op, snap, reference.snapshot, lambda j: remaining(snap(j)),
         flags=(),
     )  # fmt: skip
