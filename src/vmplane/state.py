@@ -9,7 +9,7 @@ field is a model extension, not a migration: the whole object is one JSON column
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, SerializeAsAny, model_validator
 
@@ -52,6 +52,8 @@ class CloudInfra(StateModel):
     Kind: str = ""
 
 
+CloudT = TypeVar("CloudT", bound=CloudInfra)
+
 # Records written before the cloud sub-model existed kept these neutral values under AWS names.
 _LEGACY_NAMES = {"VpcID": "NetworkID", "VpcCreated": "NetworkCreated", "PrivateSubnetIDs": "VMSubnetIDs"}
 
@@ -88,6 +90,15 @@ class InfraConfig(StateModel):
         if isinstance(data, dict) and "Cloud" not in data and any(k in data for k in _LEGACY_NAMES):
             data = {_LEGACY_NAMES.get(k, k): v for k, v in data.items()}
         return data
+
+    def cloud_ids(self, model: type[CloudT], legacy: dict[str, Any] | None = None) -> CloudT:
+        """`Cloud` as the driver's own model, upgraded in place from the neutral record on first use (the
+        fields it kept as extras survive). `legacy`: fields an older record kept elsewhere, merged in."""
+        if isinstance(self.Cloud, model):
+            return self.Cloud
+        ids = model.model_validate({**(legacy or {}), **self.Cloud.model_dump(exclude={"Kind"})})
+        self.Cloud = ids
+        return ids
 
     def outdated_vms(self) -> list[VMRecord]:
         """Running VMs launched from an older launch template version than their pool's current one."""

@@ -65,12 +65,10 @@ def aws_ids(infra: InfraConfig) -> AwsInfra:
     Records written before the sub-model existed kept these fields at the top level (as extras): they
     move into it here, so an environment applied by an older vmplane can still be torn down.
     """
-    cloud = infra.Cloud
-    if isinstance(cloud, AwsInfra):
-        return cloud
+    if isinstance(infra.Cloud, AwsInfra):
+        return infra.Cloud
     legacy = {k: v for k, v in (infra.model_extra or {}).items() if k in AwsInfra.model_fields}
-    ids = AwsInfra.model_validate({**legacy, **cloud.model_dump(exclude={"Kind"})})
+    ids = infra.cloud_ids(AwsInfra, legacy)
     for k in legacy:
         delattr(infra, k)
-    infra.Cloud = ids
     return ids

@@ -65,9 +65,4 @@ class GcpInfra(CloudInfra):
 
 def gcp_ids(infra: InfraConfig) -> GcpInfra:
     """The GCP ids of a job, upgraded in place from the neutral record on first use."""
-    cloud = infra.Cloud
-    if isinstance(cloud, GcpInfra):
-        return cloud
-    ids = GcpInfra.model_validate(cloud.model_dump(exclude={"Kind"}))
-    infra.Cloud = ids
-    return ids
+    return infra.cloud_ids(GcpInfra)

@@ -50,9 +50,4 @@ class ProxmoxInfra(CloudInfra):
 
 def pve_ids(infra: InfraConfig) -> ProxmoxInfra:
     """The Proxmox ids of a job, upgraded in place from the neutral record on first use."""
-    cloud = infra.Cloud
-    if isinstance(cloud, ProxmoxInfra):
-        return cloud
-    ids = ProxmoxInfra.model_validate(cloud.model_dump(exclude={"Kind"}))
-    infra.Cloud = ids
-    return ids
+    return infra.cloud_ids(ProxmoxInfra)
