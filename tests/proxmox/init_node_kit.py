@@ -6,9 +6,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from urllib.parse import parse_qs
 
 from tests.proxmox.fakecluster import Serving
+from tests.proxmox.netkit import forms
 
 IMAGE = "debian-12-genericcloud-amd64.qcow2"
 SHA = hashlib.sha512(b"the image").hexdigest()
@@ -36,4 +36,5 @@ def run_apply(vmplane_main: Callable[..., Ran], serving: Serving, base: str, *ex
 
 
 def init_writes(serving: Serving) -> list[tuple[str, str, dict[str, list[str]]]]:
-    return [(m, p.removeprefix("/api2/json/"), parse_qs(b.decode())) for m, p, b in serving.pve.requests if m != "GET"]
+    """The non-GET requests the fake saw, as (method, path without `/api2/json/`, form fields)."""
+    return [(m, p.removeprefix("/"), fields) for m, p, fields in forms(serving) if m != "GET"]
