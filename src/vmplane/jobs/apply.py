@@ -96,7 +96,7 @@ def plan_apply(settings: Settings, spec: EnvSpec, target: Target) -> ApplyPlan:
     if job.status is JobStatus.succeeded or failed_op is not None:
         if same:
             return ApplyPlan(Decision.no_changes, Plan(PlanKind.none, spec.name, target.describe(), []), job)
-        return plan_update(spec, target, job)
+        return _classified_update(spec, target, job)
     if job.target != target:
         raise JobConflictError(f"job {job.id} runs on {job.target.describe()}, not {target.describe()}")
     remaining = [s.name for s in job.steps if s.status != jobs.StepStatus.succeeded]
@@ -109,6 +109,11 @@ def plan_apply(settings: Settings, spec: EnvSpec, target: Target) -> ApplyPlan:
 def plan_update(spec: EnvSpec, target: Target, job: JobView) -> ApplyPlan:
     """An applied environment and a changed file: every change classified by its impact."""
     refuse_unsupported(driver_for(target), spec)
+    return _classified_update(spec, target, job)
+
+
+def _classified_update(spec: EnvSpec, target: Target, job: JobView) -> ApplyPlan:
+    """plan_update once the file passed the driver's capability check (plan_apply ran it already)."""
     changes = diff(job.config["spec"], jobs.spec_json(spec)) + manifest_changes(job, spec)
     refusals: list[str] = []
     for c in changes:
