@@ -15,7 +15,6 @@ from vmplane.state import CloudInfra, InfraConfig
 
 class ProxmoxInfra(CloudInfra):
     Kind: str = "proxmox"
-    Endpoint: str | None = None
     # One PVE pool per environment: every VM joins it (ownership, and a permission boundary)
     Pool: str | None = None
     PoolCreated: bool = False

@@ -198,7 +198,6 @@ def preflight(pve: Pve, ctx: Context) -> None:
         network.existing_sources(pve, ctx.spec, pve.nodes)
     check_names(pve, ctx)
     warn_cluster_firewall(pve, ctx)
-    ids.Endpoint = pve.target.endpoint
     ctx.infra.Region = ",".join(pve.nodes)
     ctx.infra.ExecMode = ctx.spec.exec_mode.value
     ctx.save()
