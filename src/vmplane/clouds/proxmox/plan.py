@@ -13,10 +13,9 @@ from vmplane.clouds.proxmox import naming
 from vmplane.clouds.proxmox.ids import pve_ids
 from vmplane.clouds.proxmox.network import subnet_layout
 from vmplane.envspec.models import EnvSpec, FixedPool
+from vmplane.envspec.percloud import PROXMOX_CORES, PROXMOX_MEMORY_MB
 from vmplane.state import InfraConfig
 
-DEFAULT_CORES = 2
-DEFAULT_MEMORY_MB = 2048
 _T = "proxmox_virtual_environment_"
 
 
@@ -66,7 +65,7 @@ def provision_resources(spec: EnvSpec, infra: InfraConfig) -> list[PlannedResour
     for pool_name, pool in spec.pools.items():
         if not isinstance(pool, FixedPool):
             continue
-        cores, memory = pool.cores or DEFAULT_CORES, pool.memory_mb or DEFAULT_MEMORY_MB
+        cores, memory = pool.cores or PROXMOX_CORES, pool.memory_mb or PROXMOX_MEMORY_MB
         for i in range(pool.size):
             name = naming.vm_name(spec, pool_name, i)
             plus(
