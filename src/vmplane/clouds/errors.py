@@ -62,3 +62,50 @@ class ProviderInvalidError(CloudError):
 
 class DeadlineExceededError(CloudError):
     """A wait ran out of time."""
+
+
+class UnreachableError(CloudError):
+    """Nothing answers at the endpoint: the connection was refused or its host name does not resolve.
+    A wrong URL or a stopped service, not a hiccup: retrying would only delay the same answer, so it is
+    not retryable (a timeout or a reset stays a TransientError)."""
+
+
+def unreachable_reason(exc: BaseException) -> str | None:
+    """Why nothing answered, if `exc` (or what it wraps) says so: "connection refused" or "host name does
+    not resolve"; None for every other failure (a timeout, a reset, a TLS error, an HTTP answer).
+
+    The SDKs wrap the socket error differently (requests in urllib3's MaxRetryError, botocore in an
+    EndpointConnectionError's `error`, httplib2 not at all), so the chain, `reason`, `error` and args are
+    all followed."""
+    seen: set[int] = set()
+    todo: list[object] = [exc]
+    while todo:
+        cur = todo.pop()
+        if not isinstance(cur, BaseException) or id(cur) in seen:
+            continue
+        seen.add(id(cur))
+        name = type(cur).__name__
+        if isinstance(cur, ConnectionRefusedError):
+            return "connection refused"
+        # socket.gaierror, urllib3's NameResolutionError, httplib2's ServerNotFoundError.
+        if name in ("gaierror", "NameResolutionError", "ServerNotFoundError"):
+            return "host name does not resolve"
+        if isinstance(cur, TimeoutError) or "Timeout" in name:
+            return None  # a timeout is transient even when something below it is a refused retry
+        kwargs = getattr(cur, "kwargs", None)
+        todo += [cur.__cause__, cur.__context__, getattr(cur, "reason", None), *cur.args]
+        if isinstance(kwargs, dict):
+            todo.append(kwargs.get("error"))
+    return None
+
+
+def endpoint_name(url: str) -> str:
+    """A URL as an error may show it: scheme, host, port and path, never the query (a presigned URL's
+    signature) or user info."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if not parts.hostname:
+        return url.split("?", 1)[0]
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{parts.hostname}{port}{parts.path}"

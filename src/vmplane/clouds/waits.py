@@ -10,14 +10,17 @@ marked retryable.
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
 from vmplane.clouds.errors import CloudError, DeadlineExceededError
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 # How late a wait may see its resource, as a fraction of the time waited (see the module docstring).
 LATE = 0.1
@@ -82,3 +85,15 @@ def retry(
                 raise DeadlineExceededError(f"gave up on {what} after {timeout:.0f}s: {e}") from e
             sleep(min(delay * random.uniform(0.5, 1.0), remaining))
             delay = min(delay * 2, cap)
+
+
+def note_retry(endpoint: str, why: str, attempt: int, *, deadline: float | None = None, of: int | None = None) -> None:
+    """The progress line of a call being retried on a transient error (a timeout, a reset, a 5xx), on stderr
+    and in the job's log: "retrying <endpoint>: <why> (attempt n, until HH:MM:SSZ)". `deadline` is a
+    time.monotonic() value; SDKs that count attempts instead (botocore) pass `of`."""
+    if deadline is not None:
+        until = datetime.now(UTC) + timedelta(seconds=max(0.0, deadline - time.monotonic()))
+        bound = f", until {until:%H:%M:%S}Z"
+    else:
+        bound = f" of {of}" if of else ""
+    log.warning("retrying %s: %s (attempt %d%s)", endpoint, why, attempt, bound)

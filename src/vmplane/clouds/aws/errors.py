@@ -1,7 +1,9 @@
-"""Translate botocore errors into vmplane's error tree, at one boundary (`aws_call`)."""
+"""Translate botocore errors into vmplane's error tree, at one boundary (`aws_call`, and `aws_errors` around
+building a session or a client)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
@@ -10,15 +12,40 @@ from botocore.exceptions import (
     BotoCoreError,
     ClientError,
     ConnectionClosedError,
+    ConnectTimeoutError,
+    CredentialRetrievalError,
     EndpointConnectionError,
     NoCredentialsError,
+    PartialCredentialsError,
+    ProfileNotFound,
     ReadTimeoutError,
+    SSOError,
+    TokenRetrievalError,
 )
 from botocore.parsers import ResponseParserError
 
 from vmplane.clouds import errors as e
 
 T = TypeVar("T")
+
+# Where botocore's default chain looks, for the message that says it found nothing (no value is ever shown).
+DEFAULT_CHAIN = (
+    "env AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, ~/.aws/credentials, ~/.aws/config, provider.profile or "
+    "AWS_PROFILE, an SSO login, an instance or container role"
+)
+# The codes AWS answers for keys it does not accept (as opposed to keys it accepts without the permission):
+# the message then says where the keys came from (`VmplaneCredentials`, set by the session's after-call hook).
+BAD_CREDENTIALS = frozenset(
+    {
+        "AuthFailure",
+        "InvalidClientTokenId",
+        "SignatureDoesNotMatch",
+        "UnrecognizedClientException",
+        "ExpiredToken",
+        "ExpiredTokenException",
+        "InvalidAccessKeyId",
+    }
+)
 
 _AUTH = {
     "AuthFailure",
@@ -27,6 +54,8 @@ _AUTH = {
     "AccessDeniedException",
     "InvalidClientTokenId",
     "ExpiredToken",
+    "ExpiredTokenException",
+    "InvalidAccessKeyId",
     "SignatureDoesNotMatch",
     "UnrecognizedClientException",
 }
@@ -94,6 +123,8 @@ def translate(err: ClientError) -> e.CloudError:
         return e.TransientError(message, code=code, operation=op)
     if status == 501 or code in {"NotImplemented", "InvalidAction"}:
         return e.UnsupportedError(message, code=code, operation=op)
+    if code in BAD_CREDENTIALS and info.get("VmplaneCredentials"):
+        return e.AuthError(f"AWS refused the credentials from {info['VmplaneCredentials']}: {message}", code=code, operation=op)
     if code in _AUTH:
         return e.AuthError(message, code=code, operation=op)
     if code in _THROTTLE or status >= 500:
@@ -120,17 +151,44 @@ def _missing_by_message(code: str, message: str) -> bool:
     return False
 
 
+def profile_not_found(profile: str, source: str = "provider.profile or AWS_PROFILE") -> e.AuthError:
+    """A named profile that is in neither AWS file (botocore's ProfileNotFound, as one line)."""
+    config = os.environ.get("AWS_CONFIG_FILE", "~/.aws/config")
+    credentials = os.environ.get("AWS_SHARED_CREDENTIALS_FILE", "~/.aws/credentials")
+    return e.AuthError(
+        f"AWS profile {profile!r} ({source}) is not in {config} (nor {credentials}): "
+        f"`aws configure --profile {profile}` or `aws configure sso` adds it",
+        code="ProfileNotFound",
+    )
+
+
+def _endpoint_of(err: BotoCoreError) -> str:
+    return e.endpoint_name(str(err.kwargs.get("endpoint_url", ""))) or "(unknown)"
+
+
 @contextmanager
 def aws_errors() -> Iterator[None]:
+    """botocore's errors as vmplane's, each one line: the endpoint, profile or variable it is about, never a
+    request (it may carry signed headers) or a credential."""
     try:
         yield
     except ClientError as err:
         raise translate(err) from err
-    except (EndpointConnectionError, ConnectionClosedError, ReadTimeoutError) as err:
-        # Never echo the request (it may carry signed headers); the endpoint and reason are enough.
-        raise e.TransientError(f"cannot reach the AWS endpoint: {type(err).__name__}") from err
+    except EndpointConnectionError as err:
+        where = _endpoint_of(err)
+        why = e.unreachable_reason(err)
+        if why is not None:  # refused or unresolvable: the session did not retry it (session._fail_fast)
+            raise e.UnreachableError(f"cannot reach the AWS endpoint {where}: {why}") from err
+        raise e.TransientError(f"cannot reach the AWS endpoint {where}: {type(err).__name__}") from err
+    except (ConnectionClosedError, ReadTimeoutError, ConnectTimeoutError) as err:
+        raise e.TransientError(f"cannot reach the AWS endpoint {_endpoint_of(err)}: {type(err).__name__}") from err
+    except ProfileNotFound as err:
+        raise profile_not_found(str(err.kwargs.get("profile", ""))) from err
     except NoCredentialsError as err:
-        raise e.AuthError("no AWS credentials found (set a profile, or use --sandbox)") from err
+        raise e.AuthError(f"no AWS credentials found (the default chain: {DEFAULT_CHAIN}); or use --sandbox") from err
+    except (PartialCredentialsError, CredentialRetrievalError, TokenRetrievalError, SSOError) as err:
+        # botocore's own sentences name the provider and the missing variable, never a value.
+        raise e.AuthError(f"AWS credentials: {err}", code=type(err).__name__) from err
     except ResponseParserError as err:
         # Not an AWS-shaped answer. On the sandbox this is how moto reports an unimplemented action.
         raise e.UnsupportedError(

@@ -16,18 +16,23 @@ from typing import Any
 import boto3
 import botocore.session
 from botocore.config import Config
+from botocore.exceptions import ProfileNotFound
 
+from vmplane.clouds.aws.errors import BAD_CREDENTIALS, aws_errors, profile_not_found
 from vmplane.clouds.base import count_call
+from vmplane.clouds.errors import endpoint_name, unreachable_reason
 from vmplane.clouds.faults import fault_hook
+from vmplane.clouds.waits import note_retry
 from vmplane.observe import calls
 
 SANDBOX_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
 
+MAX_ATTEMPTS = 6
 _BOTO_CONFIG = Config(
     connect_timeout=5,
     read_timeout=60,
-    # "standard" retries throttling, 5xx and connection errors with jittered backoff.
-    retries={"mode": "standard", "max_attempts": 6},
+    # "standard" retries throttling, 5xx and connection errors with jittered backoff (but see _fail_fast).
+    retries={"mode": "standard", "max_attempts": MAX_ATTEMPTS},
     user_agent_extra="vmplane",
 )
 
@@ -56,7 +61,10 @@ def _blank_unreadable_5xx(response_dict: dict[str, Any], operation_model: Any, *
 class AwsTarget:
     region: str
     profile: str | None = None
-    endpoint_url: str | None = None  # set only for the sandbox
+    # Set only for the sandbox. A real target's endpoint is botocore's own choice, which honours
+    # AWS_ENDPOINT_URL (and AWS_ENDPOINT_URL_<SERVICE>): the SDK's documented override, which the tests
+    # use to aim a real target (the default credential chain) at a dead port or a local stub.
+    endpoint_url: str | None = None
 
     @property
     def sandbox(self) -> bool:
@@ -105,6 +113,30 @@ def _note_attempt(response: Any = None, caught_exception: Any = None, request_di
     request_dict["context"].setdefault("vmplane_failures", []).append(failure)
 
 
+def _fail_fast(caught_exception: Any = None, request_dict: Any = None, **_: Any) -> None:
+    """Registered first on needs-retry: a refused connection or an unresolvable host is a wrong endpoint
+    or a stopped service, not a hiccup, so it fails now (one line naming the URL, aws_errors) instead of
+    after the standard mode's five backed-off retries. Raising here ends the call with that error."""
+    if caught_exception is not None and unreachable_reason(caught_exception) is not None:
+        request_dict["context"].setdefault("vmplane_failures", []).append((type(caught_exception).__name__, False))
+        raise caught_exception
+
+
+def _say_retry(response: Any = None, caught_exception: Any = None, attempts: int = 0, **kw: Any) -> None:
+    """Progress while botocore retries a timeout, a reset or a 5xx: one line per retried attempt, naming
+    the endpoint (throttling is routine backoff and stays quiet)."""
+    if attempts >= MAX_ATTEMPTS:
+        return  # the last attempt: the call fails now, with its own message
+    if caught_exception is not None:
+        why = type(caught_exception).__name__
+    elif response is not None and response[0].status_code >= 500:
+        why = f"HTTP {response[0].status_code} {_code_of(response[0].status_code, response[1])[0]}"
+    else:
+        return
+    url = kw.get("request_dict", {}).get("url", "")
+    note_retry(endpoint_name(str(url)), why, attempts, of=MAX_ATTEMPTS)
+
+
 def _code_of(status: int, parsed: Any) -> tuple[str, bool]:
     code = str(parsed.get("Error", {}).get("Code") or status) if isinstance(parsed, dict) else str(status)
     return code, status == 429 or code in _THROTTLING
@@ -144,6 +176,7 @@ class AwsClients:
         self.target = target
         self._lock = threading.Lock()
         self._clients: dict[str, Any] = {}
+        self._source: str | None = None
         if target.sandbox:
             # A bare botocore session that ignores AWS_PROFILE and the shared config/credentials files:
             # nothing of the user's AWS set-up is read, or can break, in sandbox mode.
@@ -159,14 +192,49 @@ class AwsClients:
                 region_name=target.region, botocore_session=core, **SANDBOX_CREDENTIALS
             )
         else:
-            self._session = boto3.session.Session(region_name=target.region, profile_name=target.profile)
+            try:  # an unknown profile fails here, before any call: one line naming it and where it was set
+                self._session = boto3.session.Session(region_name=target.region, profile_name=target.profile)
+            except ProfileNotFound as err:
+                source = "provider.profile" if target.profile else "AWS_PROFILE"
+                raise profile_not_found(str(err.kwargs.get("profile", "")), source) from err
+
+    def credentials_source(self) -> str:
+        """Where the default chain found the keys, for an error that says AWS refused them (never a value)."""
+        if self._source is None:
+            try:
+                creds = self._session.get_credentials()
+            except Exception:  # the chain itself fails: the call's own error says why
+                creds = None
+            method = getattr(creds, "method", None)
+            profile = self._session.profile_name
+            if method == "env":
+                self._source = "the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)"
+            elif method == "shared-credentials-file":
+                where = os.environ.get("AWS_SHARED_CREDENTIALS_FILE", "~/.aws/credentials")
+                self._source = f"profile {profile!r} in {where}"
+            elif method == "config-file":
+                self._source = f"profile {profile!r} in {os.environ.get('AWS_CONFIG_FILE', '~/.aws/config')}"
+            else:
+                self._source = f"profile {profile!r} ({method or 'the default chain'})"
+        return self._source
+
+    def _name_credentials(self, http_response: Any, parsed: Any, **_: Any) -> None:
+        """after-call: an answer refusing the keys carries where they came from into the error (translate)."""
+        if http_response.status_code >= 400 and isinstance(parsed, dict):
+            error = parsed.get("Error")
+            if isinstance(error, dict) and error.get("Code") in BAD_CREDENTIALS and not self.target.sandbox:
+                error["VmplaneCredentials"] = self.credentials_source()
 
     def client(self, service: str) -> Any:
         with self._lock:
             if service not in self._clients:
-                c = self._session.client(service, endpoint_url=self.target.endpoint_url, config=_BOTO_CONFIG)
+                with aws_errors():  # e.g. a profile whose config is unusable
+                    c = self._session.client(service, endpoint_url=self.target.endpoint_url, config=_BOTO_CONFIG)
+                c.meta.events.register_first("needs-retry", _fail_fast)
                 c.meta.events.register("before-call.*.*", _count_call)
                 c.meta.events.register("needs-retry", _note_attempt)
+                c.meta.events.register("needs-retry", _say_retry)
+                c.meta.events.register("after-call.*.*", self._name_credentials)
                 c.meta.events.register("after-call.*.*", _call_done)
                 c.meta.events.register("after-call-error", _call_error)
                 c.meta.events.register("before-parse.*.*", _blank_unreadable_5xx)
