@@ -26,12 +26,17 @@ _PATTERNS = re.compile(
             r"1//[A-Za-z0-9._\-]{20,}",  # Google OAuth refresh tokens
             r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)",
             # key=value / "key": "value" pairs whose key names a secret (aws_secret_access_key, SessionToken).
+            # An exception's name is no key: "DefaultCredentialsError: Your default credentials were not found"
+            # keeps its first word.
             r"(?P<key>[\w\-]*(?i:secret|password|passwd|token|private_?key|api_?key|credential)[\w\-]*"
-            r"[\"']?\s*[:=]\s*[\"']?)[^\s\"',;&]{4,}",
+            r"(?<!Error)(?<!Exception)(?<!Warning)[\"']?\s*[:=]\s*[\"']?)[^\s\"',;&]{4,}",
         )
     )
 )
 _ENV_SECRET = re.compile(r"(?i)(secret|token|password|passwd|credential|private|api_?key|access_key)")
+# Variables that hold where a secret is, not the secret: a path, which an error names so the reader can fix
+# it (GOOGLE_APPLICATION_CREDENTIALS, AWS_SHARED_CREDENTIALS_FILE).
+_ENV_PATH = re.compile(r"(?i)(_FILE|_PATH|_DIR)$|^GOOGLE_APPLICATION_CREDENTIALS$")
 
 MAX_KNOWN = 1000  # a long-running server meets many jobs: the oldest values go first (see `remember`)
 _lock = threading.Lock()
@@ -62,9 +67,9 @@ def remember(values: Iterable[str], *, pin: bool = False) -> None:
 
 def remember_environment(environ: dict[str, str] | None = None) -> None:
     """The values of credential-like environment variables (AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,
-    VMPLANE_METRICS_TOKEN, GOOGLE_OAUTH_ACCESS_TOKEN, ...)."""
+    VMPLANE_METRICS_TOKEN, GOOGLE_OAUTH_ACCESS_TOKEN, ...), but not the paths of credential files."""
     env = os.environ if environ is None else environ
-    remember((v for k, v in env.items() if _ENV_SECRET.search(k)), pin=True)
+    remember((v for k, v in env.items() if _ENV_SECRET.search(k) and not _ENV_PATH.search(k)), pin=True)
 
 
 def redact(text: str) -> str:

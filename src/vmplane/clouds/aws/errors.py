@@ -124,7 +124,9 @@ def translate(err: ClientError) -> e.CloudError:
     if status == 501 or code in {"NotImplemented", "InvalidAction"}:
         return e.UnsupportedError(message, code=code, operation=op)
     if code in BAD_CREDENTIALS and info.get("VmplaneCredentials"):
-        return e.AuthError(f"AWS refused the credentials from {info['VmplaneCredentials']}: {message}", code=code, operation=op)
+        return e.AuthError(
+            f"AWS refused the credentials from {info['VmplaneCredentials']}: {message}", code=code, operation=op
+        )
     if code in _AUTH:
         return e.AuthError(message, code=code, operation=op)
     if code in _THROTTLE or status >= 500:
@@ -188,7 +190,7 @@ def aws_errors() -> Iterator[None]:
         raise e.AuthError(f"no AWS credentials found (the default chain: {DEFAULT_CHAIN}); or use --sandbox") from err
     except (PartialCredentialsError, CredentialRetrievalError, TokenRetrievalError, SSOError) as err:
         # botocore's own sentences name the provider and the missing variable, never a value.
-        raise e.AuthError(f"AWS credentials: {err}", code=type(err).__name__) from err
+        raise e.AuthError(f"AWS could not load the credentials ({err})", code=type(err).__name__) from err
     except ResponseParserError as err:
         # Not an AWS-shaped answer. On the sandbox this is how moto reports an unimplemented action.
         raise e.UnsupportedError(

@@ -19,6 +19,9 @@ from vmplane.clouds.errors import (
     NotFoundError,
     QuotaError,
     TransientError,
+    UnreachableError,
+    endpoint_name,
+    unreachable_reason,
 )
 
 # Reasons that mean "something still uses it": cleared as dependents are deleted, so retried in teardown.
@@ -59,15 +62,32 @@ def _parts(e: Exception) -> tuple[int | None, str | None, str]:
     return None, None, str(e)
 
 
-def translate(e: Exception, operation: str) -> CloudError:
+def translate(e: Exception, operation: str, *, endpoint: str = "", credentials: str = "") -> CloudError:
+    """`endpoint` is the API's URL (named when nothing answers there), `credentials` where the credentials
+    came from (named when Google refuses them): neither is ever a secret."""
     if isinstance(e, CloudError):
         return e
     code, reason, message = _parts(e)
     if code is None:
         import requests
+        from google.auth import exceptions as auth
 
-        if isinstance(e, OSError | requests.exceptions.ConnectionError | requests.exceptions.Timeout):
-            return TransientError(f"cannot reach Google Cloud: {type(e).__name__}", operation=operation)
+        if isinstance(e, auth.RefreshError):  # the token endpoint refused the key (wrong, revoked, expired)
+            why = str(e.args[0]) if e.args else type(e).__name__
+            source = f" from {credentials}" if credentials else ""
+            return AuthError(f"Google refused the credentials{source}: {why}", code="RefreshError", operation=operation)
+        why = unreachable_reason(e)  # also httplib2's ServerNotFoundError, which is no OSError
+        if why is not None or isinstance(
+            e, OSError | requests.ConnectionError | requests.Timeout | auth.TransportError
+        ):
+            if isinstance(e, auth.TransportError):  # refreshing the token failed, before the API was asked
+                where = f"the token endpoint of the credentials from {credentials or 'Google'}"
+            else:
+                url = str(getattr(getattr(e, "request", None), "url", "") or endpoint)
+                where = f"the Google Cloud endpoint {endpoint_name(url)}" if url else "Google Cloud"
+            if why is not None:  # not transient: GcpClients.call does not retry it
+                return UnreachableError(f"cannot reach {where}: {why}", operation=operation)
+            return TransientError(f"cannot reach {where}: {type(e).__name__}", operation=operation)
         return CloudError(message, operation=operation)
     kw: dict[str, Any] = {"code": reason or str(code), "operation": operation}
     if reason in IN_USE:

@@ -11,6 +11,7 @@ the driver calls the `*_unary` methods and waits on operations itself (`operatio
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 import time
@@ -20,9 +21,10 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from vmplane.clouds.base import count_call
-from vmplane.clouds.errors import DeadlineExceededError, DependencyViolationError, TransientError
+from vmplane.clouds.errors import AuthError, DeadlineExceededError, DependencyViolationError, TransientError
 from vmplane.clouds.faults import fault_hook
 from vmplane.clouds.gcp.errors import translate
+from vmplane.clouds.waits import note_retry
 from vmplane.observe import calls
 
 T = TypeVar("T")
@@ -30,6 +32,12 @@ T = TypeVar("T")
 CALL_TIMEOUT = 60.0  # seconds per HTTP request
 RETRY_DEADLINE = 120.0  # transient errors (429, 5xx, resets) are retried this long per call
 _THROTTLING = frozenset({"429", "rateLimitExceeded", "userRateLimitExceeded", "RESOURCE_EXHAUSTED"})
+ADC_ENV = "GOOGLE_APPLICATION_CREDENTIALS"
+# A test hook, not a feature: aims a real target (Application Default Credentials, not the sandbox's
+# anonymous ones) at another API endpoint, so the tests can show what a dead port, an unresolvable host or
+# refused credentials look like. Google's clients have no such variable (the universe domain only renames
+# googleapis.com, and must match the credentials').
+ENDPOINT_HOOK_ENV = "VMPLANE_GCP_TEST_ENDPOINT"
 
 
 @dataclass(frozen=True)
@@ -63,6 +71,9 @@ class GcpClients:
         self._compute: dict[str, Any] = {}
         self._discovery: dict[str, Any] = {}
         self._credentials: Any = None
+        self._source = ""  # where the credentials came from, for an error that says Google refused them
+        # The sandbox's endpoint, or (tests only) the hook's; None: Google's own per API.
+        self.endpoint_url = target.endpoint_url or os.environ.get(ENDPOINT_HOOK_ENV) or None
         self._fault = fault_hook() if target.sandbox else None  # the crash tests' hook (clouds/faults.py)
 
     # ---- clients ----
@@ -73,9 +84,7 @@ class GcpClients:
 
                 self._credentials = AnonymousCredentials()  # type: ignore[no-untyped-call]
             else:
-                import google.auth
-
-                self._credentials, _ = google.auth.default(scopes=["https://www.googleapis.com/auth/cloud-platform"])
+                self._credentials, self._source = _default_credentials()
         return self._credentials
 
     def compute(self, client: str) -> Any:
@@ -85,7 +94,7 @@ class GcpClients:
                 from google.api_core.client_options import ClientOptions
                 from google.cloud import compute_v1
 
-                opts = ClientOptions(api_endpoint=self.target.endpoint_url) if self.target.sandbox else None
+                opts = ClientOptions(api_endpoint=self.endpoint_url) if self.endpoint_url else None
                 cls = getattr(compute_v1, f"{client}Client")
                 self._compute[client] = cls(credentials=self._creds(), client_options=opts, transport="rest")
             return self._compute[client]
@@ -101,7 +110,7 @@ class GcpClients:
                 from googleapiclient import discovery
 
                 http = google_auth_httplib2.AuthorizedHttp(self._creds(), http=httplib2.Http(timeout=CALL_TIMEOUT))
-                opts = {"api_endpoint": self.target.endpoint_url} if self.target.sandbox else None
+                opts = {"api_endpoint": self.endpoint_url} if self.endpoint_url else None
                 self._discovery[key] = discovery.build(
                     name, version, http=http, static_discovery=True, cache_discovery=False, client_options=opts
                 )
@@ -137,7 +146,8 @@ class GcpClients:
             try:
                 out = fn()
             except Exception as e:
-                err = translate(e, method)
+                endpoint = self.endpoint_url or f"https://{method.split('.', 1)[0]}.googleapis.com"
+                err = translate(e, method, endpoint=endpoint, credentials=self._source)
                 throttled = err.code in _THROTTLING
                 if not isinstance(err, TransientError) or isinstance(err, DependencyViolationError):
                     calls.done("gcp", method, span, retried=retried, error=err.code or type(err).__name__)
@@ -148,6 +158,8 @@ class GcpClients:
                     )
                     raise DeadlineExceededError(f"gave up on {method} after {RETRY_DEADLINE:.0f}s: {err}") from e
                 retried.append(throttled)
+                if not throttled:  # throttling is routine backoff; anything else is worth a progress line
+                    note_retry(endpoint, str(err), len(retried), deadline=deadline)
                 time.sleep(delay * random.uniform(0.5, 1.0))
                 delay = min(delay * 2, 10.0)
                 continue
@@ -155,3 +167,27 @@ class GcpClients:
             if self._fault is not None:
                 self._fault.after(method)
             return out
+
+
+def _default_credentials() -> tuple[Any, str]:
+    """Application Default Credentials, and where they came from; none at all is one AuthError naming the
+    ways to provide them (google-auth's own sentence names neither the variable nor the gcloud command)."""
+    import google.auth
+    from google.auth.exceptions import DefaultCredentialsError
+
+    path = os.environ.get(ADC_ENV)
+    try:
+        creds, _ = google.auth.default(scopes=["https://www.googleapis.com/auth/cloud-platform"])
+    except DefaultCredentialsError as err:
+        if path:  # a file that is missing or not a credentials file: google-auth's sentence names it
+            raise AuthError(f"{ADC_ENV}={path}: {err}", code="DefaultCredentialsError") from err
+        raise AuthError(
+            f"no Google Cloud credentials found: set {ADC_ENV} to a service account key file, or run "
+            "`gcloud auth application-default login` (Application Default Credentials); or use --sandbox",
+            code="DefaultCredentialsError",
+        ) from err
+    if path:
+        return creds, f"{ADC_ENV} ({path})"
+    if type(creds).__module__.startswith("google.auth.compute_engine"):
+        return creds, "the metadata server (the VM's service account)"
+    return creds, "the Application Default Credentials (`gcloud auth application-default login`)"
