@@ -18,6 +18,8 @@ from vmplane.clouds.errors import (
     InvalidRequestError,
     NotFoundError,
     TransientError,
+    UnreachableError,
+    unreachable_reason,
 )
 
 _NOT_FOUND = re.compile(r"does not exist|no such|not found|unknown (vnet|zone|subnet|group)", re.I)
@@ -38,29 +40,41 @@ def _message(e: Any) -> tuple[int | None, str]:
     return (int(status) if isinstance(status, int) else None), content
 
 
-def translate(e: Exception, operation: str) -> CloudError:
+TOKEN_VARIABLES = "PROXMOX_TOKEN_ID and PROXMOX_TOKEN_SECRET"
+
+
+def translate(e: Exception, operation: str, *, endpoint: str = "") -> CloudError:
+    """`endpoint` (the API's URL) is named when nothing answers there or the token is refused."""
     if isinstance(e, CloudError):
         return e
     from proxmoxer.core import AuthenticationError, ResourceException
 
+    at = f" at {endpoint}" if endpoint else ""
     if isinstance(e, AuthenticationError):
-        return AuthError("the Proxmox VE API refused the credentials", code="401", operation=operation)
+        return AuthError(f"the Proxmox VE API{at} refused the credentials", code="401", operation=operation)
     if not isinstance(e, ResourceException):
         import requests
 
         if isinstance(e, requests.exceptions.SSLError):
             return AuthError(
-                f"the Proxmox VE API's TLS certificate did not verify ({type(e).__name__}); give provider.caFile "
-                "the PEM of the CA that signed it",
+                f"the Proxmox VE API's TLS certificate{at} did not verify ({type(e).__name__}); give "
+                "provider.caFile the PEM of the CA that signed it",
                 code="TLSVerify",
                 operation=operation,
             )
+        why = unreachable_reason(e)
+        if why is not None:  # a wrong provider.endpoint or a stopped pveproxy: not retried (Pve.request)
+            return UnreachableError(f"cannot reach the Proxmox VE API {endpoint or ''}: {why}", operation=operation)
         if isinstance(e, OSError | requests.exceptions.ConnectionError | requests.exceptions.Timeout):
-            return TransientError(f"cannot reach the Proxmox VE API: {type(e).__name__}", operation=operation)
+            return TransientError(
+                f"cannot reach the Proxmox VE API {endpoint or ''}: {type(e).__name__}", operation=operation
+            )
         return CloudError(f"{type(e).__name__}: {e}", operation=operation)
     status, message = _message(e)
     kw: dict[str, Any] = {"code": str(status), "operation": operation}
-    if status in (401, 403):
+    if status == 401:  # the token id or secret is wrong (a missing privilege is a 403)
+        return AuthError(f"the Proxmox VE API{at} refused the API token ({message}); check {TOKEN_VARIABLES}", **kw)
+    if status == 403:
         return AuthError(message, **kw)
     if status in TRANSIENT_CODES or (status == 500 and _TRANSIENT.search(message)):
         return TransientError(message, **kw)

@@ -22,6 +22,7 @@ from vmplane.clouds.base import count_call
 from vmplane.clouds.errors import AuthError, DeadlineExceededError, DependencyViolationError, TransientError
 from vmplane.clouds.faults import fault_hook
 from vmplane.clouds.proxmox.errors import translate
+from vmplane.clouds.waits import note_retry
 from vmplane.observe import calls
 
 TOKEN_ID_ENV = "PROXMOX_TOKEN_ID"
@@ -165,7 +166,7 @@ class Pve:
                 resource = self._client()(path.strip("/"))
                 out = getattr(resource, method.lower())(**params)
             except Exception as e:
-                err = translate(e, name)
+                err = translate(e, name, endpoint=self.target.endpoint)
                 # "In use" is transient only to teardown, which retries it to its own deadline (deletes.py).
                 if not isinstance(err, TransientError) or isinstance(err, DependencyViolationError):
                     calls.done("proxmox", name, span, retried=retried, error=err.code or type(err).__name__)
@@ -174,6 +175,7 @@ class Pve:
                     calls.done("proxmox", name, span, retried=retried, error=err.code or "unreachable")
                     raise DeadlineExceededError(f"gave up on {name} after {RETRY_DEADLINE:.0f}s: {err}") from e
                 retried.append(False)
+                note_retry(self.target.endpoint, str(err), len(retried), deadline=deadline)
                 time.sleep(delay * random.uniform(0.5, 1.0))
                 delay = min(delay * 2, 10.0)
                 continue
