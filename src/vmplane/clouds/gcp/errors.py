@@ -73,9 +73,9 @@ def translate(e: Exception, operation: str, *, endpoint: str = "", credentials: 
         from google.auth import exceptions as auth
 
         if isinstance(e, auth.RefreshError):  # the token endpoint refused the key (wrong, revoked, expired)
-            why = str(e.args[0]) if e.args else type(e).__name__
+            said = str(e.args[0]) if e.args else type(e).__name__
             source = f" from {credentials}" if credentials else ""
-            return AuthError(f"Google refused the credentials{source}: {why}", code="RefreshError", operation=operation)
+            return AuthError(f"Google refused the credentials{source}: {said}", code="RefreshError", operation=operation)
         why = unreachable_reason(e)  # also httplib2's ServerNotFoundError, which is no OSError
         if why is not None or isinstance(
             e, OSError | requests.ConnectionError | requests.Timeout | auth.TransportError

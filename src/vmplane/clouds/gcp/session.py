@@ -180,7 +180,7 @@ def _default_credentials() -> tuple[Any, str]:
         creds, _ = google.auth.default(scopes=["https://www.googleapis.com/auth/cloud-platform"])
     except DefaultCredentialsError as err:
         if path:  # a file that is missing or not a credentials file: google-auth's sentence names it
-            raise AuthError(f"{ADC_ENV}={path}: {err}", code="DefaultCredentialsError") from err
+            raise AuthError(f"{ADC_ENV} ({path}): {err}", code="DefaultCredentialsError") from err
         raise AuthError(
             f"no Google Cloud credentials found: set {ADC_ENV} to a service account key file, or run "
             "`gcloud auth application-default login` (Application Default Credentials); or use --sandbox",
