@@ -107,6 +107,29 @@ def test_ordinary_lines_are_left_alone() -> None:
         assert redact.redact(text) == text
 
 
+def test_sdk_sentences_and_credential_file_paths_survive_while_secrets_do_not() -> None:
+    # Issue 23: google-auth's "DefaultCredentialsError: Your default credentials ..." lost "Your" to the
+    # key=value net, and the key file's path (a credential-named variable's value) was masked as a secret.
+    sentence = "DefaultCredentialsError: Your default credentials were not found. To set up ADC, see ..."
+    assert redact.redact(sentence) == sentence
+    assert (
+        redact.redact("TokenRetrievalError: Error when retrieving token")
+        == "TokenRetrievalError: Error when retrieving token"
+    )
+    assert redact.redact("client_secret: abcdefgh") == f"client_secret: {redact.MASK}"
+    redact.remember_environment(
+        {
+            "GOOGLE_APPLICATION_CREDENTIALS": "/etc/keys/sa.json",
+            "AWS_SHARED_CREDENTIALS_FILE": "/etc/aws/credentials",
+            "GOOGLE_OAUTH_ACCESS_TOKEN": "opaque-oauth-value-77",
+        }
+    )
+    out = redact.redact(
+        "GOOGLE_APPLICATION_CREDENTIALS (/etc/keys/sa.json) and /etc/aws/credentials: opaque-oauth-value-77"
+    )
+    assert out == f"GOOGLE_APPLICATION_CREDENTIALS (/etc/keys/sa.json) and /etc/aws/credentials: {redact.MASK}"
+
+
 def test_uvicorn_logs_go_through_the_same_formatter() -> None:
     out = io.StringIO()
     logs.configure("json", None, out)
