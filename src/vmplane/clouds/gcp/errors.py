@@ -69,26 +69,7 @@ def translate(e: Exception, operation: str, *, endpoint: str = "", credentials: 
         return e
     code, reason, message = _parts(e)
     if code is None:
-        import requests
-        from google.auth import exceptions as auth
-
-        if isinstance(e, auth.RefreshError):  # the token endpoint refused the key (wrong, revoked, expired)
-            said = str(e.args[0]) if e.args else type(e).__name__
-            source = f" from {credentials}" if credentials else ""
-            return AuthError(f"Google refused the credentials{source}: {said}", code="RefreshError", operation=operation)
-        why = unreachable_reason(e)  # also httplib2's ServerNotFoundError, which is no OSError
-        if why is not None or isinstance(
-            e, OSError | requests.ConnectionError | requests.Timeout | auth.TransportError
-        ):
-            if isinstance(e, auth.TransportError):  # refreshing the token failed, before the API was asked
-                where = f"the token endpoint of the credentials from {credentials or 'Google'}"
-            else:
-                url = str(getattr(getattr(e, "request", None), "url", "") or endpoint)
-                where = f"the Google Cloud endpoint {endpoint_name(url)}" if url else "Google Cloud"
-            if why is not None:  # not transient: GcpClients.call does not retry it
-                return UnreachableError(f"cannot reach {where}: {why}", operation=operation)
-            return TransientError(f"cannot reach {where}: {type(e).__name__}", operation=operation)
-        return CloudError(message, operation=operation)
+        return _without_http_answer(e, operation, message, endpoint=endpoint, credentials=credentials)
     kw: dict[str, Any] = {"code": reason or str(code), "operation": operation}
     if reason in IN_USE:
         return DependencyViolationError(message, **kw)
@@ -105,6 +86,28 @@ def translate(e: Exception, operation: str, *, endpoint: str = "", credentials: 
     if code == 400:
         return InvalidRequestError(message, **kw)
     return CloudError(message, **kw)
+
+
+def _without_http_answer(e: Exception, operation: str, message: str, *, endpoint: str, credentials: str) -> CloudError:
+    """An error with no HTTP status: the token refresh refused, nothing answering, a timeout, or the SDK's own."""
+    import requests
+    from google.auth import exceptions as auth
+
+    if isinstance(e, auth.RefreshError):  # the token endpoint refused the key (wrong, revoked, expired)
+        said = str(e.args[0]) if e.args else type(e).__name__
+        source = f" from {credentials}" if credentials else ""
+        return AuthError(f"Google refused the credentials{source}: {said}", code="RefreshError", operation=operation)
+    why = unreachable_reason(e)  # also httplib2's ServerNotFoundError, which is no OSError
+    if why is None and not isinstance(e, OSError | requests.ConnectionError | requests.Timeout | auth.TransportError):
+        return CloudError(message, operation=operation)
+    if isinstance(e, auth.TransportError):  # refreshing the token failed, before the API was asked
+        where = f"the token endpoint of the credentials from {credentials or 'Google'}"
+    else:
+        url = str(getattr(getattr(e, "request", None), "url", "") or endpoint)
+        where = f"the Google Cloud endpoint {endpoint_name(url)}" if url else "Google Cloud"
+    if why is not None:  # not transient: GcpClients.call does not retry it
+        return UnreachableError(f"cannot reach {where}: {why}", operation=operation)
+    return TransientError(f"cannot reach {where}: {type(e).__name__}", operation=operation)
 
 
 def operation_error(op: Any, operation: str) -> CloudError:
