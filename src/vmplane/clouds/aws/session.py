@@ -122,6 +122,9 @@ def _fail_fast(caught_exception: Any = None, request_dict: Any = None, **_: Any)
         raise caught_exception
 
 
+_RETRIED_STATUS = frozenset({500, 502, 503, 504})  # the statuses botocore's standard mode retries
+
+
 def _say_retry(response: Any = None, caught_exception: Any = None, attempts: int = 0, **kw: Any) -> None:
     """Progress while botocore retries a timeout, a reset or a 5xx: one line per retried attempt, naming
     the endpoint (throttling is routine backoff and stays quiet)."""
@@ -129,7 +132,7 @@ def _say_retry(response: Any = None, caught_exception: Any = None, attempts: int
         return  # the last attempt: the call fails now, with its own message
     if caught_exception is not None:
         why = type(caught_exception).__name__
-    elif response is not None and response[0].status_code >= 500:
+    elif response is not None and response[0].status_code in _RETRIED_STATUS:
         why = f"HTTP {response[0].status_code} {_code_of(response[0].status_code, response[1])[0]}"
     else:
         return
