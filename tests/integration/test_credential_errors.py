@@ -134,7 +134,8 @@ def test_aws_an_unknown_profile_is_named_with_the_file_it_is_missing_from(tmp_pa
     proc, _ = _aws_apply(tmp_path, env_file, env)
     one_error_line(proc, "AWS profile 'no-such-profile'", f"({where})", str(tmp_path / "aws-config"))
     assert "ProfileNotFound" in proc.stderr  # the code, not botocore's traceback
-    assert not (tmp_path / "home" / "vmplane.db").exists() or "job" not in proc.stdout  # refused before a job
+    # Refused where the session is built, before the job exists: nothing recorded.
+    assert _cli(tmp_path).json("jobs", "--output", "json")["jobs"] == []
 
 
 def test_aws_no_credentials_names_the_default_chain(tmp_path: Path) -> None:
