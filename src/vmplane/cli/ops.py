@@ -108,7 +108,8 @@ def scale(
     yes: YesOpt = False,
     output: OutputOpt = "text",
 ) -> None:
-    """Change a pool's sizes in place; running VMs stay (a smaller Fixed pool drops its highest-numbered VMs)."""
+    """Change a pool's sizes in place; running VMs stay (a smaller Fixed pool drops its highest-numbered VMs).
+    Warns when the file, as last applied, says other sizes: its next apply would set them again."""
     from vmplane.jobs import operations
 
     _operate(
