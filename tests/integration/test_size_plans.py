@@ -81,6 +81,10 @@ def test_scale_warns_plan_shows_the_vm_that_goes_and_apply_removes_it(cli: Cli, 
         # Scaling to what the file says warns about nothing.
         back = cli.run("scale", job["id"], "web", "--desired", "2", "--yes")
         assert back.returncode == 0 and "warning:" not in back.stderr
+        # -f compares with that file itself (here one that says 4), not with what was last applied.
+        against = cli.run("scale", job["id"], "web", "--desired", "2", "-f", str(bigger), "--yes")
+        assert against.returncode == 0, against.stderr
+        assert f"{bigger} says pools.web.size 4: set pools.web.size to 2 in the file" in against.stderr
     finally:
         assert cli.json("destroy", "--job", job["id"], "--sandbox", "--yes")["status"] == "deleted"
 

@@ -3,11 +3,14 @@ file (as last applied) no longer matches the pool."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from vmplane.clouds.base import Action
 from vmplane.clouds.registry import driver_for
 from vmplane.envspec.models import EnvSpec
+from vmplane.errors import UsageError
 from vmplane.jobs import operations as ops
 from vmplane.jobs import poolsizes
 from vmplane.jobs import service as svc
@@ -192,3 +195,47 @@ def test_scale_of_an_asg_names_each_field_the_file_says_otherwise(url, spec):
         {"path": "pools.web.max", "file": 3, "scaled": 5},
     ]
     assert "pools.web.desired to 4, pools.web.max to 5" in op.warnings[0]
+
+
+def test_scale_against_a_given_file_compares_with_that_file(url, spec):
+    job = _applied(url, _sized(spec, 2), InfraConfig(VMs=_vms("web", 2)))
+    job = _run(url, ops.plan_scale(job, "web", min_size=None, max_size=None, desired=3))
+    # The user put the scaled size in the file; its apply found nothing to change and recorded nothing.
+    edited = _sized(spec, 3)
+    assert ops.plan_scale(job, "web", min_size=None, max_size=None, desired=3).warnings != []  # as last applied
+    given = ops.plan_scale(job, "web", min_size=None, max_size=None, desired=3, file=edited, file_name="env.jsonc")
+    assert given.warnings == [] and given.params["file"] == {"size": 3}
+    more = ops.plan_scale(job, "web", min_size=None, max_size=None, desired=5, file=edited, file_name="env.jsonc")
+    assert more.warnings[0].startswith("env.jsonc says pools.web.size 3: set pools.web.size to 5 in the file")
+    with pytest.raises(UsageError, match=r"env\.jsonc is for acme/other, not acme/demo-fixed"):
+        ops.plan_scale(
+            job,
+            "web",
+            min_size=None,
+            max_size=None,
+            desired=3,
+            file=variant(edited, name="other"),
+            file_name="env.jsonc",
+        )
+    with pytest.raises(UsageError, match=r"env\.jsonc: pools\.web is not a fixed pool there"):
+        ops.plan_scale(job, "web", min_size=None, max_size=None, desired=3, file=_asg(spec, 2), file_name="env.jsonc")
+
+
+def test_an_asg_its_schedule_holds_at_zero_gets_no_lines(spec):
+    hours = {"days": "Mon-Fri", "start": "08:00", "stop": "18:00", "timezone": "UTC"}
+    held = EnvSpec.model_validate(
+        {
+            **svc.spec_json(spec),
+            "pools": {"web": {"mode": "asg", "min": 0, "max": 5, "desired": 2, "schedule": hours}},
+        }
+    )
+    bigger = variant(held, pools={"web": {"desired": 3}})
+    infra = InfraConfig(ScalingGroupID={"web": "g"})
+    driver = driver_for(_target(spec))
+    night, day = datetime(2026, 12, 2, 23, 0, tzinfo=UTC), datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+    assert poolsizes.size_resources(driver, held, bigger, infra, now=night) == []
+    assert [r.name for r in poolsizes.size_resources(driver, held, bigger, infra, now=day)] == [
+        "g[+1]",
+        "g[+2]",
+        "g[+3]",
+    ]

@@ -105,6 +105,10 @@ def scale(
     min_size: Annotated[int | None, typer.Option("--min", help="ASG minimum size.")] = None,
     max_size: Annotated[int | None, typer.Option("--max", help="ASG maximum size.")] = None,
     desired: Annotated[int | None, typer.Option("--desired", help="Desired size (a Fixed pool's size).")] = None,
+    file: Annotated[
+        Path | None,
+        typer.Option("--file", "-f", help="Compare the new sizes with this file (default: as last applied)."),
+    ] = None,
     yes: YesOpt = False,
     output: OutputOpt = "text",
 ) -> None:
@@ -112,9 +116,13 @@ def scale(
     Warns when the file, as last applied, says other sizes: its next apply would set them again."""
     from vmplane.jobs import operations
 
+    # Read only when given, as for `lb attach`: a file that happens to be in the directory is not assumed.
+    spec = load(file) if file is not None else None
     _operate(
         env,
-        lambda job: operations.plan_scale(job, pool, min_size=min_size, max_size=max_size, desired=desired),
+        lambda job: operations.plan_scale(
+            job, pool, min_size=min_size, max_size=max_size, desired=desired, file=spec, file_name=str(file)
+        ),
         yes,
         output,
     )

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from vmplane.clouds.base import Action, CloudDriver, PlannedResource
 from vmplane.envspec.models import AsgPool, EnvSpec, FixedPool
+from vmplane.errors import UsageError
 from vmplane.state import InfraConfig, VMRecord, VMState
 from vmplane.store.job_records import JobView
 
@@ -33,7 +35,12 @@ def size_fields(pool: FixedPool | AsgPool) -> dict[str, int]:
 
 
 def size_resources(
-    driver: CloudDriver, old: EnvSpec, new: EnvSpec, infra: InfraConfig, step: str = VM_STEP
+    driver: CloudDriver,
+    old: EnvSpec,
+    new: EnvSpec,
+    infra: InfraConfig,
+    step: str = VM_STEP,
+    now: datetime | None = None,
 ) -> list[PlannedResource]:
     """The VMs going from `old` (the job's recorded spec) to `new` adds and removes, in `step`.
 
@@ -56,7 +63,7 @@ def size_resources(
         if isinstance(pool, FixedPool) and isinstance(was, FixedPool):
             out.extend(_fixed_removed(infra, name, pool, types, step))
         elif isinstance(pool, AsgPool) and isinstance(was, AsgPool) and name not in infra.StoppedPools:
-            out.extend(_group_delta(driver, infra, name, pool, step))
+            out.extend(_group_delta(driver, infra, name, pool, step, now or datetime.now(UTC)))
     return out
 
 
@@ -72,7 +79,7 @@ def _fixed_removed(
 
 
 def _group_delta(
-    driver: CloudDriver, infra: InfraConfig, pool_name: str, pool: AsgPool, step: str
+    driver: CloudDriver, infra: InfraConfig, pool_name: str, pool: AsgPool, step: str, now: datetime
 ) -> list[PlannedResource]:
     """An auto-scaling group set to `desired`: one line per instance it launches or terminates, counted
     against the instances recorded at the last apply or scale (its own scaling may have moved since).
@@ -81,6 +88,8 @@ def _group_delta(
     running = sorted(
         (v for v in infra.VMs if v.Pool == pool_name and v.ID and v.State is not VMState.terminated), key=_order
     )
+    if not running and pool.schedule is not None and not pool.schedule.is_running_at(now):
+        return []  # the apply keeps a group its schedule stopped at 0 until the scheduled start
     group = infra.ScalingGroupID.get(pool_name, pool_name)
     types = {r.name: r.type for r in driver.teardown_resources(infra)}
     vm_type = types.get(str(running[0].ID), "vm") if running else "vm"
@@ -131,10 +140,14 @@ def last_scale(job: JobView, pool: str) -> dict[str, Any] | None:
     return None
 
 
-def file_sizes(job: JobView, pool: str) -> dict[str, int]:
-    """The pool's sizes as the file said at the last apply or update. A scale since then recorded them in
-    its params; one recorded before scales did is taken as the file (the sizes it left are all there is)."""
+def file_sizes(job: JobView, pool: str, file: EnvSpec | None = None, where: str = "the file") -> dict[str, int]:
+    """The pool's sizes in `file` if given, else as the file said at the last apply or update: a scale since
+    then recorded them in its params (one recorded before scales did is taken as the file: the sizes it left
+    are all there is). An apply that found nothing to change records nothing, so a file edited to the
+    scaled sizes is seen only when given."""
     current = size_fields(job.spec.pools[pool])
+    if file is not None:
+        return _sizes_in(file, where, job, pool)
     op = last_scale(job, pool)
     recorded = (op.get("params") or {}).get("file") if op else None
     if isinstance(recorded, dict) and set(recorded) == set(current):
@@ -142,17 +155,29 @@ def file_sizes(job: JobView, pool: str) -> dict[str, int]:
     return current
 
 
+def _sizes_in(file: EnvSpec, where: str, job: JobView, pool: str) -> dict[str, int]:
+    if (file.org, file.name) != (job.org, job.env):
+        raise UsageError(f"{where} is for {file.org}/{file.name}, not {job.org}/{job.env}; nothing was changed")
+    ours, theirs = job.spec.pools[pool], file.pools.get(pool)
+    if theirs is None or type(theirs) is not type(ours):
+        kind = "fixed" if isinstance(ours, FixedPool) else "asg"
+        raise UsageError(f"{where}: pools.{pool} is not a {kind} pool there, as in {job.env}; nothing was changed")
+    return size_fields(theirs)
+
+
 def drift(file: dict[str, int], scaled: dict[str, int], pool: str) -> list[Drift]:
     return [Drift(f"pools.{pool}.{k}", file[k], scaled[k]) for k in scaled if file.get(k) != scaled[k]]
 
 
-def drift_warning(env: str, items: list[Drift]) -> str:
-    """What `scale` says when the file no longer matches what the cloud will hold."""
+def drift_warning(env: str, items: list[Drift], where: str | None = None) -> str:
+    """What `scale` says when the file (`where`, else as last applied) no longer matches what the cloud
+    will hold."""
     says = ", ".join(f"{d.path} {d.file}" for d in items)
     now = ", ".join(f"{d.path} to {d.scaled}" for d in items)
+    source = where or f"the environment file of {env} (as last applied)"
     return (
-        f"the environment file of {env} (as last applied) says {says}: set {now} in the file to keep this "
-        f"scale; `vmplane apply` of the unchanged file undoes it"
+        f"{source} says {says}: set {now} in the file to keep this scale; "
+        f"`vmplane apply` of the unchanged file undoes it"
     )
 
 

@@ -72,8 +72,17 @@ def plan_detach_lb(job: JobView) -> OperationPlan:
 
 
 def plan_scale(
-    job: JobView, pool: str, *, min_size: int | None, max_size: int | None, desired: int | None
+    job: JobView,
+    pool: str,
+    *,
+    min_size: int | None,
+    max_size: int | None,
+    desired: int | None,
+    file: EnvSpec | None = None,
+    file_name: str = "the file",
 ) -> OperationPlan:
+    """`file` (read from `file_name`): the environment file to compare the new sizes with; without it, the
+    sizes the last apply recorded."""
     jobs.require_provisioned(job.id, job.status)
     current = job.spec.pools.get(pool)
     if current is None:
@@ -103,12 +112,12 @@ def plan_scale(
     if not any(r.action is Action.destroy for r in resources):
         plan.notes.append("running VMs stay")
     plan.cost = plan_cost(job.spec, spec)
-    # The file is not read here: what it said is what the last apply recorded, carried over earlier scales.
-    file = file_sizes(job, pool)
-    drifted = drift(file, now, pool)
-    params = {"pool": pool, "min": min_size, "max": max_size, "desired": desired, "file": file}
+    # Without a file given, what it says is what the last apply recorded, carried over earlier scales.
+    in_file = file_sizes(job, pool, file, file_name)
+    drifted = drift(in_file, now, pool)
+    params = {"pool": pool, "min": min_size, "max": max_size, "desired": desired, "file": in_file}
     op = OperationPlan("scale", job, params, steps, plan, spec=spec)
-    op.warnings = [drift_warning(job.env, drifted)] if drifted else []
+    op.warnings = [drift_warning(job.env, drifted, file_name if file else None)] if drifted else []
     op.json_extra = {"fileDrift": [d.to_json() for d in drifted]}
     return op
 
