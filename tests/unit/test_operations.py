@@ -119,7 +119,9 @@ def test_a_changed_file_is_an_update_unless_something_cannot_change_in_place(url
     ap = ops.plan_update(variant(spec, pools={"web": {"image": "debian-12"}}, tags={"a": "b"}), TARGET, job)
     assert ap.decision is Decision.update
     assert "stepUpdateTags" in ap.plan.steps
-    assert ap.plan.summary == "Update: 1 cloud, 1 vm change(s)."
+    # Two fields changed in place, no VM launched or terminated.
+    assert ap.plan.summary == "Update: 1 cloud, 1 vm change(s). Plan: 0 to add, 2 to change, 0 to destroy."
+    assert ap.plan.resources == []
     refused = ops.plan_update(variant(spec, network={"cidr": "10.9.0.0/16"}, runtime={"env": {"A": "1"}}), TARGET, job)
     assert refused.decision is Decision.refused
     assert [r.split(":")[0] for r in refused.refusals] == ["network.cidr"]

@@ -9,7 +9,18 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
-from vmplane.cli.common import EnvArg, OutputOpt, YesOpt, begin, confirm, ensure_sandbox, load
+from vmplane.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EnvArg,
+    OutputOpt,
+    YesOpt,
+    begin,
+    confirm,
+    ensure_sandbox,
+    load,
+    print_json,
+)
 from vmplane.cli.running import finish_operation, run_job
 from vmplane.errors import UsageError
 
@@ -34,10 +45,28 @@ def _operate(ref: str, build: Callable[[JobView], OperationPlan], yes: bool, out
     if job.target.sandbox:
         ensure_sandbox(cmd.con)
     show_plan(cmd.con, op.plan)
+    if not yes:
+        _warn(op.warnings)  # before the question, and again at the end
     confirm(cmd.con, f"Run {op.kind} on {job.org}/{job.env} ({job.id})?", yes)
     record = operations.begin_operation(cmd.settings, op)
     cmd.con.print(f"\njob [bold]{job.id}[/] {op.kind} ({record.id})")
-    finish_operation(cmd, run_job(cmd, job.id, Phase.operation))
+    done = run_job(cmd, job.id, Phase.operation)
+    _warn(op.warnings)
+    if cmd.json and op.json_extra:
+        print_json({**done.to_json(), **op.json_extra})
+        raise typer.Exit(EXIT_OK if done.status.value == "succeeded" else EXIT_FAILED)
+    finish_operation(cmd, done)
+
+
+def _warn(warnings: list[str]) -> None:
+    """Warnings go to stderr in both output modes (stdout may be a script's JSON)."""
+    if warnings:
+        from rich.console import Console
+        from rich.markup import escape
+
+        err = Console(stderr=True, highlight=False)
+        for w in warnings:
+            err.print(f"[yellow]warning:[/] {escape(w)}", soft_wrap=True)
 
 
 # `-f` is optional here on purpose: without it the job's recorded loadBalancer block is used, so a
@@ -76,15 +105,24 @@ def scale(
     min_size: Annotated[int | None, typer.Option("--min", help="ASG minimum size.")] = None,
     max_size: Annotated[int | None, typer.Option("--max", help="ASG maximum size.")] = None,
     desired: Annotated[int | None, typer.Option("--desired", help="Desired size (a Fixed pool's size).")] = None,
+    file: Annotated[
+        Path | None,
+        typer.Option("--file", "-f", help="Compare the new sizes with this file (default: as last applied)."),
+    ] = None,
     yes: YesOpt = False,
     output: OutputOpt = "text",
 ) -> None:
-    """Change a pool's sizes in place; running VMs stay (a smaller Fixed pool drops its highest-numbered VMs)."""
+    """Change a pool's sizes in place; running VMs stay (a smaller Fixed pool drops its highest-numbered VMs).
+    Warns when the file, as last applied, says other sizes: its next apply would set them again."""
     from vmplane.jobs import operations
 
+    # Read only when given, as for `lb attach`: a file that happens to be in the directory is not assumed.
+    spec = load(file) if file is not None else None
     _operate(
         env,
-        lambda job: operations.plan_scale(job, pool, min_size=min_size, max_size=max_size, desired=desired),
+        lambda job: operations.plan_scale(
+            job, pool, min_size=min_size, max_size=max_size, desired=desired, file=spec, file_name=str(file)
+        ),
         yes,
         output,
     )

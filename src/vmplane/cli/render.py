@@ -10,6 +10,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from vmplane.store.job_records import JobView, Phase, StepRecord, StepStatus
@@ -68,17 +69,23 @@ def show_plan(con: Console, plan: Plan) -> None:
         con.print("  " + " → ".join(plan.steps))
     for note in plan.notes:
         con.print(f"[dim]note:[/] {note}")
-    if plan.resources:
-        con.print("\nResource actions are indicated with the following symbols:")
-        for line in plan.legend():
-            con.print(line)
-        con.print()
-        for r in plan.resources:
-            sym = f"[{SYMBOL_STYLE[r.action]}]{r.action.value:>3}[/]"
-            detail = f"  [dim]{r.detail}[/]" if r.detail else ""
-            con.print(f"  {sym} {r.type}.{r.name}{detail}", soft_wrap=True)
+    show_resources(con, plan)
     con.print(f"\n[bold]{plan.summary}[/]")
     show_cost(con, plan.cost)
+
+
+def show_resources(con: Console, plan: Plan) -> None:
+    """The legend and one line per resource the plan adds, changes or destroys (a `-` per VM that goes)."""
+    if not plan.resources:
+        return
+    con.print("\nResource actions are indicated with the following symbols:")
+    for line in plan.legend():
+        con.print(line)
+    con.print()
+    for r in plan.resources:
+        sym = f"[{SYMBOL_STYLE[r.action]}]{r.action.value:>3}[/]"
+        detail = f"  [dim]{escape(r.detail)}[/]" if r.detail else ""
+        con.print(f"  {sym} {escape(r.type)}.{escape(r.name)}{detail}", soft_wrap=True)
 
 
 def _signed(x: float) -> str:

@@ -17,6 +17,7 @@ from vmplane.envspec.impact import CONSEQUENCE, Change, Impact, diff
 from vmplane.envspec.models import EnvSpec
 from vmplane.errors import UsageError
 from vmplane.jobs import service as jobs
+from vmplane.jobs.poolsizes import scaled_notes, size_resources
 from vmplane.jobs.service import JobConflictError, JobStatus, JobView, OperationRecord, Phase
 from vmplane.pipeline.plan import TEARDOWN_STEPS, Plan, PlanKind, provision_plan, provision_steps, teardown_plan
 from vmplane.settings import Settings
@@ -134,8 +135,12 @@ def _classified_update(spec: EnvSpec, target: Target, job: JobView) -> ApplyPlan
         steps.insert(steps.index("stepRegisterSpace"), "stepUpdateTags")
     counts = Counter(c.impact.value for c in changes)
     headline = "Update: " + ", ".join(f"{n} {impact}" for impact, n in sorted(counts.items())) + " change(s)."
-    plan = Plan(PlanKind.update, spec.name, target.describe(), steps, [], notes=[], headline=headline)
+    # The VMs a size change launches or terminates are resource lines, so a smaller pool reads as destruction.
+    resources = size_resources(driver_for(job.target), job.spec, spec, job.infra)
+    plan = Plan(PlanKind.update, spec.name, target.describe(), steps, resources, headline=headline)
+    plan.changed_fields = len(changes)
     plan.notes.append(f"updates job {job.id}: every step reconciles the environment with the file")
+    plan.notes.extend(scaled_notes(job, spec))
     plan.notes.extend(unpinned_notes(spec, target))
     plan.cost = plan_cost(job.spec, spec)
     return ApplyPlan(Decision.refused if refusals else Decision.update, plan, job, changes, refusals)

@@ -14,9 +14,10 @@ from vmplane.cost.delta import plan_cost
 from vmplane.envspec.models import AsgPool, EnvSpec, FixedPool, LoadBalancer
 from vmplane.errors import UsageError
 from vmplane.jobs import service as jobs
+from vmplane.jobs.poolsizes import drift, drift_warning, file_sizes, size_fields, size_resources
 from vmplane.jobs.poolstate import stopped_reason
 from vmplane.jobs.service import JobConflictError, JobView, OperationRecord
-from vmplane.pipeline.plan import LB_STEPS, Plan, PlanKind
+from vmplane.pipeline.plan import LB_STEPS, Action, Plan, PlanKind
 from vmplane.settings import Settings
 from vmplane.store.db import transaction
 
@@ -34,6 +35,8 @@ class OperationPlan:
     plan: Plan
     spec: EnvSpec | None = None
     config_updates: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)  # said on stderr before the confirmation
+    json_extra: dict[str, Any] = field(default_factory=dict)  # fields added to the command's `-o json` result
 
 
 def plan_attach_lb(job: JobView, lb: LoadBalancer | None) -> OperationPlan:
@@ -69,8 +72,17 @@ def plan_detach_lb(job: JobView) -> OperationPlan:
 
 
 def plan_scale(
-    job: JobView, pool: str, *, min_size: int | None, max_size: int | None, desired: int | None
+    job: JobView,
+    pool: str,
+    *,
+    min_size: int | None,
+    max_size: int | None,
+    desired: int | None,
+    file: EnvSpec | None = None,
+    file_name: str = "the file",
 ) -> OperationPlan:
+    """`file` (read from `file_name`): the environment file to compare the new sizes with; without it, the
+    sizes the last apply recorded."""
     jobs.require_provisioned(job.id, job.status)
     current = job.spec.pools.get(pool)
     if current is None:
@@ -91,12 +103,23 @@ def plan_scale(
         detail = "min/desired/max {}/{}/{} -> {}/{}/{}".format(*before, *after)
     spec = job.spec.model_copy(update={"pools": {**job.spec.pools, pool: new_pool}})
     steps = ["stepScalePool", "stepRegisterSpace"]
-    plan = Plan(PlanKind.scale, job.env, job.target.describe(), steps, [], headline=f"Scale: pool {pool} {detail}.")
-    plan.notes.append("running VMs stay")
-    plan.cost = plan_cost(job.spec, spec)
-    return OperationPlan(
-        "scale", job, {"pool": pool, "min": min_size, "max": max_size, "desired": desired}, steps, plan, spec=spec
+    resources = size_resources(driver_for(job.target), job.spec, spec, job.infra, step="stepScalePool")
+    plan = Plan(
+        PlanKind.scale, job.env, job.target.describe(), steps, resources, headline=f"Scale: pool {pool} {detail}."
     )
+    was, now = size_fields(current), size_fields(new_pool)
+    plan.changed_fields = sum(1 for k in now if was[k] != now[k])  # counted as an update's size fields are
+    if not any(r.action is Action.destroy for r in resources):
+        plan.notes.append("running VMs stay")
+    plan.cost = plan_cost(job.spec, spec)
+    # Without a file given, what it says is what the last apply recorded, carried over earlier scales.
+    in_file = file_sizes(job, pool, file, file_name)
+    drifted = drift(in_file, now, pool)
+    params = {"pool": pool, "min": min_size, "max": max_size, "desired": desired, "file": in_file}
+    op = OperationPlan("scale", job, params, steps, plan, spec=spec)
+    op.warnings = [drift_warning(job.env, drifted, file_name if file else None)] if drifted else []
+    op.json_extra = {"fileDrift": [d.to_json() for d in drifted]}
+    return op
 
 
 def _revalidate(pool: FixedPool | AsgPool, updates: dict[str, int], name: str) -> FixedPool | AsgPool:

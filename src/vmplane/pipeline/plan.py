@@ -152,22 +152,32 @@ class Plan:
     steps: list[str]
     resources: list[PlannedResource] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    headline: str | None = None  # the summary line when the plan is not a list of resources
+    headline: str | None = None  # what the plan does in words (an update's impact classes, a scale's sizes)
     cost: dict[str, Any] | None = None  # cost.delta.plan_cost: the estimate, and before/after for a change
+    # Changes made in place that are not resource lines (an update's changed fields, each shown as `~ path:
+    # old -> new`; the sizes a scale sets): counted as changes, next to the VMs a size change adds or destroys.
+    changed_fields: int = 0
 
     def count(self, *actions: Action) -> int:
         return sum(1 for r in self.resources if r.action in actions)
 
+    def counts(self) -> dict[str, int]:
+        """What the summary counts: a replacement adds one and destroys one."""
+        return {
+            "add": self.count(Action.create, Action.recreate),
+            "change": self.count(Action.update) + self.changed_fields,
+            "destroy": self.count(Action.destroy, Action.recreate),
+        }
+
     @property
     def summary(self) -> str:
-        if self.headline:
+        if self.headline and not self.resources and not self.changed_fields:
             return self.headline
-        if not self.resources:
+        if not self.resources and not self.changed_fields:
             return "No changes."
-        add = self.count(Action.create, Action.recreate)
-        change = self.count(Action.update)
-        destroy = self.count(Action.destroy, Action.recreate)
-        return f"Plan: {add} to add, {change} to change, {destroy} to destroy."
+        n = self.counts()
+        counted = f"Plan: {n['add']} to add, {n['change']} to change, {n['destroy']} to destroy."
+        return f"{self.headline} {counted}" if self.headline else counted
 
     def legend(self) -> list[str]:
         present = [a for a in Action if any(r.action is a for r in self.resources)]
@@ -185,6 +195,7 @@ class Plan:
             ],
             "notes": self.notes,
             "summary": self.summary,
+            "counts": self.counts(),
             "cost": self.cost,
         }
 
