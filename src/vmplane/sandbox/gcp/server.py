@@ -117,8 +117,11 @@ def _handler_class(sandbox: GcpSandbox) -> type[BaseHTTPRequestHandler]:
         protocol_version = "HTTP/1.1"
 
         def _serve(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            raw = self.rfile.read(length) if length else b""
+            if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+                raw = self._chunked()  # Go's storage client streams an upload's multipart body
+            else:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
             headers = {k.lower(): v for k, v in self.headers.items()}
             try:
                 media = self.path.startswith("/upload/")
@@ -137,6 +140,17 @@ def _handler_class(sandbox: GcpSandbox) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
+
+        def _chunked(self) -> bytes:
+            out = bytearray()
+            while True:
+                size = int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline().strip():  # trailers, up to the blank line
+                        pass
+                    return bytes(out)
+                out += self.rfile.read(size)
+                self.rfile.readline()  # the CRLF after each chunk
 
         do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
 
