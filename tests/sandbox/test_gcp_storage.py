@@ -142,7 +142,10 @@ def test_versioning_keeps_noncurrent_generations_and_delete_checks_preconditions
     old = gcs.objects().get_media(bucket=bucket, object="p/default.tfstate", generation=one["generation"]).execute()
     assert old == b"1"
     listed = gcs.objects().list(bucket=bucket, versions=True).execute()["items"]
-    assert [(o["generation"], "timeDeleted" in o) for o in listed] == [(one["generation"], True), (two["generation"], False)]
+    assert [(o["generation"], "timeDeleted" in o) for o in listed] == [
+        (one["generation"], True),
+        (two["generation"], False),
+    ]
     assert [o["generation"] for o in gcs.objects().list(bucket=bucket).execute()["items"]] == [two["generation"]]
 
     with pytest.raises(HttpError) as stale:
@@ -197,3 +200,20 @@ def test_uploads_the_sandbox_refuses(gcp: Gcp, gcs: Any) -> None:
     assert status == 400 and "colour" in answer["error"]["message"]
     status, answer = _raw(f"{base}/upload/storage/v1/b/{bucket}/o?uploadType=media&name=x", b"data", "text/plain")
     assert status == 200 and answer["size"] == "4"
+
+
+def test_create_object_writes_once_and_knows_its_own_retried_write(gcp: Gcp) -> None:
+    """A retried insert whose first attempt had succeeded meets 412: the object holding exactly the data
+    sent is that write (same generation back); anything else is someone else's and is refused."""
+    from vmplane.clouds.gcp.state_bucket import ObjectExistsError, create_object
+
+    clients = GcpClients(GcpTarget(gcp.project, "us-central1", gcp.sandbox.gcp_endpoint))
+    gcs = storage(clients)
+    bucket = _name()
+    gcs.buckets().insert(project=gcp.project, body={"name": bucket}).execute()
+    first = create_object(clients, gcs, bucket, "k/default.tfstate", b'{"lineage": "a"}', "application/json")
+    assert create_object(clients, gcs, bucket, "k/default.tfstate", b'{"lineage": "a"}', "application/json") == first
+    with pytest.raises(ObjectExistsError) as taken:
+        create_object(clients, gcs, bucket, "k/default.tfstate", b'{"lineage": "b"}', "application/json")
+    assert taken.value.generation == first
+    assert gcs.objects().get_media(bucket=bucket, object="k/default.tfstate").execute() == b'{"lineage": "a"}'
