@@ -60,8 +60,10 @@ def location(spec: EnvSpec) -> GcsLocation:
 def bucket_labels(spec: EnvSpec) -> dict[str, str]:
     """vmplane's labels for the state bucket: the org's (the bucket holds every environment of the org,
     so no env or job label), its role, and the user's tags, folded as on every GCP resource."""
+    from vmplane.clouds.base import MANAGED_BY
+
     p = spec.tag_prefix
-    return gcp_labels({**spec.tags, f"{p}orgId": spec.org, f"{p}managedBy": "vmplane", f"{p}role": ROLE})
+    return gcp_labels({**spec.tags, f"{p}orgId": spec.org, f"{p}managedBy": MANAGED_BY, f"{p}role": ROLE})
 
 
 def init_state_gcs(spec: EnvSpec, sandbox_endpoint: str | None) -> GcsLocation:
