@@ -165,6 +165,8 @@ def test_list_prefixes_and_the_xml_read(gcp: Gcp, gcs: Any) -> None:
         _put(gcs, bucket, key, key.encode())
     listed = gcs.objects().list(bucket=bucket, prefix="env/", delimiter="/").execute()
     assert [o["name"] for o in listed["items"]] == ["env/top"] and listed["prefixes"] == ["env/a/", "env/b/"]
+    shown = gcp.sandbox.gcp_control(f"state?project={gcp.project}", method="GET")["buckets"]
+    assert sorted(shown[bucket]["objects"]) == ["env/a/default.tfstate", "env/b/default.tfstate", "env/top"]
 
     made = gcs.objects().get(bucket=bucket, object="env/a/default.tfstate").execute()
     with urllib.request.urlopen(f"{gcp.sandbox.gcp_endpoint}/{bucket}/env/a/default.tfstate", timeout=10) as r:

@@ -74,6 +74,8 @@ def _get(clients: GcpClients, svc: Any, name: str) -> dict[str, Any] | None:
     except NotFoundError:
         return None
     except AuthError as err:
+        if err.code != "forbidden":  # 401: the credentials themselves are wrong, not the bucket's owner
+            raise
         raise UsageError(
             f"gs://{name} exists but these credentials cannot read it ({err.code}): it belongs to another "
             "project or account, or they lack storage.buckets.get; pick another state.bucket"
