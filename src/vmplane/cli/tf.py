@@ -1,4 +1,4 @@
-"""`vmplane tf`: the environment as an OpenTofu/Terraform stack, and its remote state in S3."""
+"""`vmplane tf`: the environment as an OpenTofu/Terraform stack, and its remote state (S3, Cloud Storage)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ tf_app = typer.Typer(
     help="The environment as an OpenTofu/Terraform stack, its files split by the impact of a change.",
     no_args_is_help=True,
 )
-tf_state_app = typer.Typer(help="The generated stack's remote state in S3.", no_args_is_help=True)
+tf_state_app = typer.Typer(help="The generated stack's remote state (S3 or Cloud Storage).", no_args_is_help=True)
 tf_app.add_typer(tf_state_app, name="state")
 
 # `-o` is the output format, as on every command; the stack's directory is `--dir`/`-d`.
@@ -118,16 +118,17 @@ def tf_upgrade(
 
 @tf_state_app.command("init")
 def tf_state_init(file: FileOpt = DEFAULT_FILE, sandbox: SandboxOpt = False, output: OutputOpt = "text") -> None:
-    """Create the S3 state object with a conditional put (If-None-Match: *): never overwrites one."""
+    """Create the state object, never overwriting one: S3 with If-None-Match: * (AWS), Cloud Storage with
+    ifGenerationMatch=0 (Google Cloud, creating or adopting the bucket)."""
     from vmplane.tf.state import init_state_for
 
     cmd = begin(output)
     spec = load(file)
     if spec.state is None:
-        raise UsageError(f'{file}: add a "state": {{"bucket": ...}} block to keep the stack\'s state in S3')
+        raise UsageError(f'{file}: add a "state": {{"bucket": ...}} block to keep the stack\'s state in a bucket')
     # StateExistsError (exit 2) and CloudError (exit 1) are reported by the CLI's one error handler.
-    loc = init_state_for(spec, ensure_sandbox(cmd.con) if sandbox else None)
+    loc = init_state_for(spec, ensure_sandbox(cmd.con, spec.provider.cloud) if sandbox else None)
     if cmd.json:
-        print_json({"bucket": loc.bucket, "key": loc.key, "region": loc.region, "created": True})
+        print_json({**loc.report(), "created": True})
     else:
-        typer.echo(f"created {loc.url} (empty state; conditional put, nothing overwritten)")
+        typer.echo(f"created {loc.url} ({loc.note})")

@@ -315,9 +315,16 @@ class TerraformState(SpecModel):
 
     bucket: str = Field(
         pattern=r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$",
-        description="S3 bucket for the state; the object is vmplane/<org>/<name>/terraform.tfstate.",
+        description="The state bucket: S3 on AWS (object vmplane/<org>/<name>/terraform.tfstate), Cloud Storage "
+        "on Google Cloud (gcs backend prefix vmplane/<org>/<name>, object <prefix>/default.tfstate).",
     )
-    region: str | None = Field(default=None, description="The bucket's region (default: provider.region).")
+    region: str | None = Field(default=None, description="AWS only: the bucket's region (default: provider.region).")
+    location: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9-]{2,40}$",
+        description="Google Cloud only: the bucket's location when `vmplane tf state init` creates it, a region "
+        "(us-central1), dual-region or multi-region (EU) (default: provider.region).",
+    )
 
 
 class EnvSpec(SpecModel):

@@ -1,4 +1,5 @@
-"""The generated stack's remote state: one S3 object per environment, created with a conditional put.
+"""The generated stack's remote state: one S3 object per environment, created with a conditional put
+(Google Cloud's, in Cloud Storage, is state_gcs.py).
 
 `If-None-Match: *` makes the create atomic on S3's side: if any object already exists at the key, the
 put fails and nothing is overwritten, so two stacks for the same org/env (or a second `state init`)
@@ -11,12 +12,16 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from vmplane.clouds.aws.errors import aws_errors
 from vmplane.clouds.aws.session import AwsClients, AwsTarget
 from vmplane.clouds.errors import CloudError, NotFoundError
 from vmplane.envspec.models import Cloud, EnvSpec
 from vmplane.errors import StateConflictError, UsageError
+
+if TYPE_CHECKING:
+    from vmplane.tf.state_gcs import GcsLocation
 
 
 class StateExistsError(StateConflictError):
@@ -32,6 +37,11 @@ class StateLocation:
     @property
     def url(self) -> str:
         return f"s3://{self.bucket}/{self.key}"
+
+    note = "empty state; conditional put, nothing overwritten"
+
+    def report(self) -> dict[str, object]:
+        return {"bucket": self.bucket, "key": self.key, "region": self.region}
 
 
 def location(spec: EnvSpec) -> StateLocation:
@@ -93,16 +103,22 @@ def init_state(aws: AwsClients, spec: EnvSpec) -> StateLocation:
     return loc
 
 
-def init_state_for(spec: EnvSpec, sandbox_endpoint: str | None) -> StateLocation:
-    """`init_state` with the S3 client built here: callers above the cloud layer (the CLI) pass the
-    spec and, for the sandbox, its endpoint; the state bucket's region wins over the provider's."""
+def init_state_for(spec: EnvSpec, sandbox_endpoint: str | None) -> StateLocation | GcsLocation:
+    """`init_state` (or, for a GCP file, `state_gcs.init_state_gcs`) with the clients built here: callers
+    above the cloud layer (the CLI) pass the spec and, for the sandbox, its endpoint; the state bucket's
+    region wins over the provider's."""
     assert spec.state is not None
+    if spec.provider.cloud is Cloud.gcp:
+        from vmplane.tf.state_gcs import init_state_gcs
+
+        return init_state_gcs(spec, sandbox_endpoint)
     if spec.provider.cloud is not Cloud.aws:
-        # The state bucket is an S3 bucket; on Google Cloud the stack's gcs backend needs a bucket you make.
         raise UsageError(
-            f"tf state init makes an S3 bucket; on {spec.provider.cloud.value} create the state bucket yourself "
-            "(the generated backend.tf names it)"
+            f"tf state init keeps state in S3 (AWS) or Cloud Storage (Google Cloud); {spec.provider.cloud.value} "
+            "has no generated stack"
         )
+    if spec.state.location:
+        raise UsageError("state.location is a Cloud Storage bucket's; on AWS the bucket's region is state.region")
     target = AwsTarget(
         region=spec.state.region or spec.provider.region,
         # The sandbox takes any credentials; a named profile would only be looked up and fail there.

@@ -54,6 +54,8 @@ class Call:
     query: dict[str, Any]
     body: Any
     schemas: dict[str, Any]
+    media: bytes | None = None  # an upload's data (Cloud Storage), its metadata being `body`
+    content_type: str = ""  # the media's Content-Type
 
     @property
     def project(self) -> Project:

@@ -3,7 +3,7 @@
 - `GET  /_sandbox/status`: `{"sandbox": "gcp", "revisions": {...}, "discoverySeconds": s}` (liveness).
 - `POST /_sandbox/reset`: forget every project (they come back, seeded, on first use); guest mode `auto`.
 - `GET  /_sandbox/state?project=P`: every stored resource of P (default vmplane-sandbox) as JSON, with
-  the discovery documents' revisions, for debugging.
+  the discovery documents' revisions, for debugging (Cloud Storage: P's buckets, object metadata only).
 - `POST /_sandbox/guest` `{"mode": "auto"|"off"}`: `auto` (default) simulates what a booted guest writes
   (guest.py); `off` writes nothing, so a test can play the guest.
 - `POST /_sandbox/guest-attributes` `{"project", "zone", "instance", "namespace", "key", "value"}`: write a
@@ -48,6 +48,11 @@ def handle(sandbox: GcpSandbox, http: str, path: str, query: dict[str, list[str]
             "dns": {z: list(project.dns_records[z].values()) for z in project.dns_zones},
             "serviceAccounts": project.service_accounts,
             "iamPolicy": project.policy,
+            "buckets": {  # the project's Cloud Storage buckets and their objects' generations (no data)
+                name: {"bucket": b, "objects": {k: [public(v) for v in vs] for k, vs in state.objects[name].items()}}
+                for name, b in state.buckets.items()
+                if b["projectNumber"] == project.number
+            },
         }
     if http != "POST":
         raise ApiError(404, "notFound", f"no sandbox control endpoint {http} {path}")

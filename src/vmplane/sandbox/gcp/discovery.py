@@ -4,7 +4,9 @@ Every request is routed by HTTP method and the method's `flatPath` (under the do
 its path parameters are checked against their `pattern`, and unknown query parameters are refused.
 IAM and Resource Manager both live under `/v1/projects/...`, so routing is on the full path, most
 literal route first (`/v1/projects/p:getIamPolicy` is Resource Manager, `/v1/projects/p/serviceAccounts`
-is IAM). The documents are located without importing googleapiclient (the server needs only the JSON).
+is IAM). A method that takes media (Cloud Storage's objects.insert) is routed a second time at its
+`mediaUpload.protocols.simple.path`, which is absolute (`/upload/storage/v1/b/{bucket}/o`). The
+documents are located without importing googleapiclient (the server needs only the JSON).
 """
 
 from __future__ import annotations
@@ -24,13 +26,13 @@ from vmplane.sandbox.gcp.errors import ApiError, bad_request, invalid
 
 log = logging.getLogger(__name__)
 
-DOCUMENTS = ("compute.v1", "dns.v1", "iam.v1", "cloudresourcemanager.v1")
+DOCUMENTS = ("compute.v1", "dns.v1", "iam.v1", "cloudresourcemanager.v1", "storage.v1")
 _VAR = re.compile(r"\{(\+?)([^}]+)\}")
 
 
 @dataclass(frozen=True)
 class Method:
-    api: str  # "compute", "dns", "iam", "cloudresourcemanager"
+    api: str  # "compute", "dns", "iam", "cloudresourcemanager", "storage"
     id: str  # "compute.networks.insert"
     http: str
     route: re.Pattern[str]  # from flatPath: only for routing
@@ -40,6 +42,7 @@ class Method:
     order: tuple[str, ...]
     request: str | None
     response: str | None
+    upload: bool = False  # served at the method's mediaUpload path (`/upload/storage/v1/...`): a media body
 
     @property
     def resource(self) -> str:
@@ -156,22 +159,27 @@ def load(directory: Path | None = None) -> Discovery:
         found.apis[api] = Api(api, doc["revision"], doc["schemas"], doc.get("parameters", {}))
         prefix = "/" + doc.get("servicePath", "")
         for m in _methods(api, doc.get("resources", {})):
-            route, literal = _regex(m.get("flatPath", m["path"]), prefix)
-            path, _ = _regex(m["path"], prefix)
-            method = Method(
-                api=api,
-                id=m["id"],
-                http=m["httpMethod"],
-                route=route,
-                path=path,
-                literal=literal,
-                params=m.get("parameters", {}),
-                order=tuple(m.get("parameterOrder", ())),
-                request=m.get("request", {}).get("$ref"),
-                response=m.get("response", {}).get("$ref"),
-            )
-            key = (method.http, (prefix + m.get("flatPath", m["path"])).count("/"))
-            found.routes.setdefault(key, []).append(method)
+            served = [(prefix, m.get("flatPath", m["path"]), m["path"], False)]
+            simple = m.get("mediaUpload", {}).get("protocols", {}).get("simple", {}).get("path")
+            if simple:
+                served.append(("", simple, simple, True))
+            for root, flat, declared, upload in served:
+                route, literal = _regex(flat, root)
+                path, _ = _regex(declared, root)
+                method = Method(
+                    api=api,
+                    id=m["id"],
+                    http=m["httpMethod"],
+                    route=route,
+                    path=path,
+                    literal=literal,
+                    params=m.get("parameters", {}),
+                    order=tuple(m.get("parameterOrder", ())),
+                    request=m.get("request", {}).get("$ref"),
+                    response=m.get("response", {}).get("$ref"),
+                    upload=upload,
+                )
+                found.routes.setdefault((method.http, (root + flat).count("/")), []).append(method)
     for candidates in found.routes.values():
         candidates.sort(key=lambda m: -m.literal)
     found.load_seconds = time.perf_counter() - started

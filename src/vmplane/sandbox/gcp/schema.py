@@ -48,7 +48,7 @@ def _check(
     if "$ref" in spec:
         spec = schemas[spec["$ref"]]
     kind = spec.get("type", "any")
-    if kind == "any":
+    if kind == "any" or (value is None and not strict):  # a request's null is "unset" (a patch's removal)
         return
     if kind == "object":
         if not isinstance(value, dict):

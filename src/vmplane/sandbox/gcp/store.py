@@ -58,17 +58,29 @@ class State:
         self.projects: dict[str, Project] = {}
         # operation selfLink -> what happens when it completes (an instance reaching RUNNING, ...)
         self.op_hooks: dict[str, list[Callable[[], None]]] = {}
+        # Cloud Storage: bucket names are global (not per project); each object name keeps its generations,
+        # oldest first, the live one last unless it carries `timeDeleted` (storage.py).
+        self.buckets: dict[str, Resource] = {}
+        self.objects: dict[str, dict[str, list[Resource]]] = {}
+        self._generation = 0
         self._ids = itertools.count(int(time.time() * 1000) % 10**12 * 1000)
 
     def reset(self) -> None:
         with self.lock:
             self.projects.clear()
             self.op_hooks.clear()
+            self.buckets.clear()
+            self.objects.clear()
             self.guest_mode = "auto"
 
     def new_id(self) -> str:
         """A uint64 as a string of digits, as the schema's `format: uint64` demands."""
         return str(next(self._ids) * 7919 % 2**63 + 2**60)
+
+    def new_generation(self) -> int:
+        """A Cloud Storage generation: microseconds since the epoch, as Google's, and strictly increasing."""
+        self._generation = max(self._generation + 1, time.time_ns() // 1000)
+        return self._generation
 
     def project(self, project_id: str) -> Project:
         """Any valid project id a request names exists; it is created, seeded, on first use."""
