@@ -1,0 +1,207 @@
+"""A Fixed pool's rotation on the GCP sandbox never drops below the pool's size: each replacement is
+inserted beside the old VM, seen RUNNING with its bootstrap sentinel (simulated by the sandbox's guest:
+no VM boots) and in its zone's instance group behind the load balancer before the old VM leaves the
+group and is deleted. The order is read back from the sandbox's own operation log (`/_sandbox/state`,
+one compute#operation per mutating call, in the order the calls came); what was serving at each delete
+is read from the sandbox at the moment of the delete. Every assertion reads the sandbox, not vmplane."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from typing import Any
+
+import pytest
+from google.cloud import compute_v1 as c
+from tests.helpers import Sandbox
+from tests.integration.test_gcp_compute import ZONES, Env, make_env
+
+from vmplane.clouds.gcp import compute, lb, lb_teardown, naming, rotation, templates
+from vmplane.clouds.gcp.readiness import SIMULATED_NOTE
+from vmplane.state import InfraConfig, VMState
+
+DOMAIN = "demo.sandbox.vmplane.test"
+LB = {"loadBalancer": {"domain": DOMAIN, "certSource": "GCPManaged"}}
+
+
+@pytest.fixture(autouse=True)
+def _one_certificate_look(monkeypatch: pytest.MonkeyPatch) -> None:
+    from vmplane.clouds.gcp import certs
+
+    monkeypatch.setattr(certs, "SANDBOX_CERT_DEADLINE", 0.0)  # the sandbox never activates it alone
+
+
+def sandbox_state(env: Env) -> dict[str, Any]:
+    url = f"{env.sandbox.gcp_endpoint}/_sandbox/state?project={env.project}"
+    with urllib.request.urlopen(url, timeout=10) as resp:
+        return dict(json.load(resp))
+
+
+def ready_vms(env: Env) -> set[str]:
+    """Instances RUNNING with the bootstrap sentinel among their guest attributes."""
+    out = set()
+    for key, r in sandbox_state(env)["compute"].items():
+        if (
+            "/instances/" in key
+            and r["status"] == "RUNNING"
+            and r.get("_guest", {}).get("vmplane/bootstrap") == "ready"
+        ):
+            out.add(r["name"])
+    return out
+
+
+def serving(env: Env) -> set[str]:
+    """The members of the zones' unmanaged instance groups: what the backend service sends to."""
+    client = env.client(c.InstanceGroupsClient)
+    body = c.InstanceGroupsListInstancesRequest(instance_state="ALL")
+    out = set()
+    for zone in ZONES:
+        group = naming.instance_group(env.ctx().spec, zone)
+        found = client.list_instances(
+            project=env.project, zone=zone, instance_group=group, instance_groups_list_instances_request_resource=body
+        )
+        out |= {m.instance.rsplit("/", 1)[1] for m in found}
+    return out
+
+
+def instance_ops(state: dict[str, Any], after: int) -> list[tuple[str, str]]:
+    """(verb, target) of the instance inserts/deletes and group adds/removes, in the order they came."""
+    out = []
+    for op in list(state["operations"].values())[after:]:
+        kind, target = op["operationType"], op["targetLink"].rsplit("/", 1)[1]
+        of_instance = "/instances/" in op["targetLink"] and kind in ("insert", "delete")
+        if of_instance or kind in ("addInstances", "removeInstances"):
+            out.append((kind, target))
+    return out
+
+
+def build(env: Env) -> None:
+    templates.ensure_templates(env.gcp, env.ctx())
+    compute.ensure_vms(env.gcp, env.ctx())
+    for step in (lb.ensure_frontend, lb.ensure_backend, lb.ensure_listeners, lb.ensure_dns_record):
+        step(env.gcp, env.ctx())
+
+
+def test_a_fixed_rotation_behind_the_lb_never_has_fewer_ready_vms_than_its_size(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = make_env(sandbox, {"web": {"mode": "fixed", "size": 2}}, **LB)
+    build(env)
+    old = {v.Name: v.ID for v in env.infra.VMs}
+    old_ips = {v.Name: v.PrivateIP for v in env.infra.VMs}
+    assert serving(env) == set(old.values()) == {"demo-web-0", "demo-web-1"}
+    env.spec_data["pools"]["web"]["diskGb"] = 30
+    templates.ensure_templates(env.gcp, env.ctx())
+    assert env.infra.LaunchTemplateVersion == {"web": 2}
+
+    # At each delete of an old VM: what runs with its sentinel, and what the backend sends to.
+    at_delete: list[tuple[str, set[str], set[str]]] = []
+    real_delete = rotation.delete_instance
+
+    def watched(gcp: Any, zone: str, name: str) -> bool:
+        at_delete.append((name, ready_vms(env), serving(env)))
+        return real_delete(gcp, zone, name)
+
+    monkeypatch.setattr(rotation, "delete_instance", watched)
+    before = len(sandbox_state(env)["operations"])
+    [note] = rotation.rotate_pool(env.gcp, env.ctx(), "web")
+
+    new = {"demo-web-0": "demo-web-0-v2", "demo-web-1": "demo-web-1-v2"}
+    assert "demo-web-0 -> demo-web-0-v2" in note and "demo-web-1 -> demo-web-1-v2" in note
+    # Per slot: the replacement is inserted and joins the group, then the old VM leaves it and goes.
+    assert instance_ops(sandbox_state(env), before) == [
+        ("insert", "demo-web-0-v2"),
+        ("addInstances", naming.instance_group(env.ctx().spec, ZONES[0])),
+        ("removeInstances", naming.instance_group(env.ctx().spec, ZONES[0])),
+        ("delete", "demo-web-0"),
+        ("insert", "demo-web-1-v2"),
+        ("addInstances", naming.instance_group(env.ctx().spec, ZONES[1])),
+        ("removeInstances", naming.instance_group(env.ctx().spec, ZONES[1])),
+        ("delete", "demo-web-1"),
+    ]
+    assert [name for name, _, _ in at_delete] == ["demo-web-0", "demo-web-1"]
+    for name, ready, members in at_delete:
+        slot = name
+        assert new[slot] in ready and name in ready  # the replacement was ready; the old VM still ran
+        assert len(ready) == 3  # size 2 plus the replacement: never fewer than 2 ready
+        assert new[slot] in members and name not in members and len(members) == 2  # never fewer than 2 serving
+    # The slots keep their record names; the instances, and so their private IPs, are new.
+    assert {v.Name: v.ID for v in env.infra.VMs} == new
+    assert all(v.State is VMState.ready and v.LaunchTemplateVersion == 2 for v in env.infra.VMs)
+    assert all(v.ReplacementID is None for v in env.infra.VMs)
+    assert all(v.PrivateIP and v.PrivateIP != old_ips[v.Name] for v in env.infra.VMs)
+    live = {i.name: i for i in env.instances()}
+    assert set(live) == set(new.values()) and all(i.disks[0].disk_size_gb == 30 for i in live.values())
+    assert serving(env) == set(new.values())
+    assert any(SIMULATED_NOTE in line for line in env.logs)  # the sandbox's sentinel is said to be simulated
+
+    # A re-run changes nothing; the next version rotates to -v3 names.
+    assert rotation.rotate_pool(env.gcp, env.ctx(), "web") == ["web: every VM runs template v2"]
+    compute.ensure_vms(env.gcp, env.ctx())  # an apply finds the rotated VMs by their recorded names
+    assert {i.name for i in env.instances()} == set(new.values())
+
+    lb_teardown.detach(env.gcp, env.ctx(), keep_vms=False)
+    compute.delete_vms(env.gcp, env.ctx())
+    templates.delete_templates(env.gcp, env.ctx())
+    assert env.instances() == []
+
+
+class Killed(BaseException):
+    """Stands for kill -9 right after a cloud call: nothing after it in the process runs."""
+
+
+@pytest.mark.parametrize(
+    ("where", "nth"),
+    [
+        ("insert_instance", 1),  # the first replacement inserted, not yet waited for
+        ("add_members", 1),  # it joined the group; the old VM still serves
+        ("remove_members", 1),  # the old VM left the group, not yet deleted
+        ("delete_instance", 1),  # the old VM deleted, the record not yet swapped
+        ("delete_instance", 2),  # the second slot's old VM deleted, the record not yet swapped
+    ],
+)
+def test_a_rotation_killed_after_any_call_then_rerun_ends_as_a_clean_one(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch, where: str, nth: int
+) -> None:
+    """The record is what was saved when the process died (a copy taken at every save); the re-run
+    starts from it, as `vmplane resume` does. The end state equals a clean rotation's: the same
+    instances, group members and records, no duplicate replacement, no slot left out."""
+    from vmplane.clouds.gcp import lb_backend
+
+    env = make_env(sandbox, {"web": {"mode": "fixed", "size": 2}}, **LB)
+    build(env)
+    env.spec_data["pools"]["web"]["diskGb"] = 30
+    templates.ensure_templates(env.gcp, env.ctx())
+    saved = [env.infra.model_dump_json()]
+    ctx = env.ctx()
+    ctx.save = lambda: saved.append(env.infra.model_dump_json())
+    module = lb_backend if where.endswith("_members") else rotation
+    real = getattr(module, where)
+    calls = {"n": 0}
+
+    def then_killed(*args: Any, **kwargs: Any) -> Any:
+        out = real(*args, **kwargs)
+        calls["n"] += 1
+        if calls["n"] == nth:
+            raise Killed
+        return out
+
+    monkeypatch.setattr(module, where, then_killed)
+    with pytest.raises(Killed):
+        rotation.rotate_pool(env.gcp, ctx, "web")
+    monkeypatch.setattr(module, where, real)
+
+    env.infra = InfraConfig.model_validate_json(saved[-1])
+    assert env.infra.vms_to_rotate("web")  # the record says a rotation is unfinished
+    rotation.rotate_pool(env.gcp, env.ctx(), "web")
+    new = {"demo-web-0": "demo-web-0-v2", "demo-web-1": "demo-web-1-v2"}
+    assert {v.Name: v.ID for v in env.infra.VMs} == new
+    assert all(v.State is VMState.ready and v.LaunchTemplateVersion == 2 for v in env.infra.VMs)
+    assert all(v.ReplacementID is None for v in env.infra.VMs)
+    assert sorted(i.name for i in env.instances()) == sorted(new.values())
+    assert serving(env) == set(new.values())
+    assert rotation.rotate_pool(env.gcp, env.ctx(), "web") == ["web: every VM runs template v2"]
+
+    lb_teardown.detach(env.gcp, env.ctx(), keep_vms=False)
+    compute.delete_vms(env.gcp, env.ctx())
+    templates.delete_templates(env.gcp, env.ctx())
