@@ -205,3 +205,43 @@ def test_a_rotation_killed_after_any_call_then_rerun_ends_as_a_clean_one(
     lb_teardown.detach(env.gcp, env.ctx(), keep_vms=False)
     compute.delete_vms(env.gcp, env.ctx())
     templates.delete_templates(env.gcp, env.ctx())
+
+
+def test_an_apply_after_a_rotation_killed_past_the_old_vms_delete_adopts_the_replacement(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The old VM is gone and the record still names it: the VM step takes the recorded replacement as
+    the slot's VM (no second insert), and the next rotation only has the other slot left."""
+    env = make_env(sandbox, {"web": {"mode": "fixed", "size": 2}})
+    templates.ensure_templates(env.gcp, env.ctx())
+    compute.ensure_vms(env.gcp, env.ctx())
+    env.spec_data["pools"]["web"]["diskGb"] = 30
+    templates.ensure_templates(env.gcp, env.ctx())
+    saved = [env.infra.model_dump_json()]
+    ctx = env.ctx()
+    ctx.save = lambda: saved.append(env.infra.model_dump_json())
+    real = rotation.delete_instance
+
+    def then_killed(*args: Any) -> bool:
+        real(*args)
+        raise Killed
+
+    monkeypatch.setattr(rotation, "delete_instance", then_killed)
+    with pytest.raises(Killed):
+        rotation.rotate_pool(env.gcp, ctx, "web")
+    monkeypatch.setattr(rotation, "delete_instance", real)
+    env.infra = InfraConfig.model_validate_json(saved[-1])
+    assert (env.infra.VMs[0].ID, env.infra.VMs[0].ReplacementID) == ("demo-web-0", "demo-web-0-v2")
+
+    before = len(sandbox_state(env)["operations"])
+    compute.ensure_vms(env.gcp, env.ctx())
+    assert instance_ops(sandbox_state(env), before) == []  # nothing inserted, nothing deleted
+    assert [(v.Name, v.ID, v.ReplacementID, v.State) for v in env.infra.VMs] == [
+        ("demo-web-0", "demo-web-0-v2", None, VMState.ready),
+        ("demo-web-1", "demo-web-1", None, VMState.ready),
+    ]
+    assert [v.Name for v in env.infra.vms_to_rotate("web")] == ["demo-web-1"]
+    rotation.rotate_pool(env.gcp, env.ctx(), "web")
+    assert sorted(i.name for i in env.instances()) == ["demo-web-0-v2", "demo-web-1-v2"]
+    compute.delete_vms(env.gcp, env.ctx())
+    templates.delete_templates(env.gcp, env.ctx())
