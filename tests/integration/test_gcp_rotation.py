@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import json
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 import pytest
 from google.cloud import compute_v1 as c
-from tests.helpers import Sandbox
+from tests.helpers import EXAMPLES, Cli, Sandbox, write_env
+from tests.integration.gcp_inventory import Gcp, job_resources
+from tests.integration.test_crash_resume import kill_after
 from tests.integration.test_gcp_compute import ZONES, Env, make_env
 
 from vmplane.clouds.gcp import compute, lb, lb_teardown, naming, rotation, templates
 from vmplane.clouds.gcp.readiness import SIMULATED_NOTE
+from vmplane.envspec.load import load_spec
 from vmplane.state import InfraConfig, VMState
 
 DOMAIN = "demo.sandbox.vmplane.test"
@@ -245,3 +249,47 @@ def test_an_apply_after_a_rotation_killed_past_the_old_vms_delete_adopts_the_rep
     assert sorted(i.name for i in env.instances()) == ["demo-web-0-v2", "demo-web-1-v2"]
     compute.delete_vms(env.gcp, env.ctx())
     templates.delete_templates(env.gcp, env.ctx())
+
+
+# kill -9 of a real `vmplane rotate` right after a call (clouds/faults.py), then `vmplane resume`: the
+# first replacement's insert, the first old VM's exit from its group, and the second old VM's delete.
+KILLS = ["compute.instances.insert", "compute.instanceGroups.removeInstances", "compute.instances.delete#2"]
+
+
+@pytest.mark.sandbox
+@pytest.mark.parametrize("kill", KILLS)
+def test_kill_9_mid_gcp_rotation_behind_the_lb_then_resume_converges(
+    cli: Cli, sandbox: Sandbox, tmp_path: Path, kill: str
+) -> None:
+    name = f"grot-{KILLS.index(kill)}"
+    lb_block = load_spec(EXAMPLES / "gcp-web.jsonc").model_dump(mode="json", by_alias=True, exclude_none=True)
+    lb_spec = {**lb_block["loadBalancer"], "domain": f"{name}.sandbox.vmplane.test"}
+    env_file = write_env(tmp_path, name, example="gcp-fixed.jsonc", loadBalancer=lb_spec)
+    job = cli.json("apply", "-f", str(env_file), "--sandbox", "--yes", timeout=300)
+    assert job["status"] == "succeeded", job["error"]
+    pools = {"web": {"mode": "fixed", "size": 2, "diskGb": 30}}
+    changed = write_env(tmp_path, name, example="gcp-fixed.jsonc", loadBalancer=lb_spec, pools=pools)
+    assert cli.json("apply", "-f", str(changed), "--sandbox", "--yes", timeout=300)["status"] == "succeeded"
+
+    kill_after(cli, kill, "rotate", name, "--yes")
+    assert cli.json("status", job["id"])["status"] == "running"
+    done = cli.json("resume", job["id"], timeout=300)
+    assert done["status"] == "succeeded", done["error"]
+    slots = [f"{name}-web-0", f"{name}-web-1"]
+    new = [f"{s}-v2" for s in slots]
+    vms = done["config"]["infra"]["VMs"]
+    assert sorted((v["Name"], v["ID"]) for v in vms) == list(zip(slots, new, strict=True))
+    assert all(v["LaunchTemplateVersion"] == 2 and v["State"] == "ready" and v["ReplacementID"] is None for v in vms)
+    gcp = Gcp(sandbox.gcp_endpoint)
+    res = job_resources(gcp, job["id"])
+    assert sorted(i["name"] for i in res["instances"]) == new  # no duplicate, no slot left out
+    members = set()
+    for group in res["instance_groups"]:
+        zone = group["zone"].rsplit("/", 1)[1]
+        listed = sandbox.gcp_compute(c.InstanceGroupsClient).list_instances(
+            project=gcp.project, zone=zone, instance_group=group["name"],
+            instance_groups_list_instances_request_resource=c.InstanceGroupsListInstancesRequest(),
+        )  # fmt: skip
+        members |= {m.instance.rsplit("/", 1)[1] for m in listed}
+    assert members == set(new)
+    assert cli.json("destroy", "--job", job["id"], "--sandbox", "--yes", timeout=300)["status"] == "deleted"

@@ -13,8 +13,7 @@ from __future__ import annotations
 from vmplane.clouds.base import Context
 from vmplane.clouds.gcp import mig, naming, ownership
 from vmplane.clouds.gcp.lb_refs import tail
-from vmplane.clouds.gcp.operations import create
-from vmplane.clouds.gcp.session import CALL_TIMEOUT, GcpClients
+from vmplane.clouds.gcp.session import GcpClients
 from vmplane.envspec.models import AsgPool
 
 MAX_INITIAL_DELAY_SEC = 3600  # Google's bound on initialDelaySec (0..3600)
@@ -52,23 +51,7 @@ def ensure(gcp: GcpClients, ctx: Context, pool_name: str, health_check: str | No
         if health_check
         else c.InstanceGroupManagerAutoHealingPolicy()
     )
-    patch = c.InstanceGroupManager(auto_healing_policies=[policy])
-    client = gcp.compute("RegionInstanceGroupManagers")
-    create(
-        gcp,
-        "compute.regionInstanceGroupManagers.patch",
-        lambda rid: client.patch_unary(
-            request=c.PatchRegionInstanceGroupManagerRequest(
-                project=gcp.project,
-                region=gcp.region,
-                instance_group_manager=name,
-                instance_group_manager_resource=patch,
-                request_id=rid,
-            ),
-            timeout=CALL_TIMEOUT,
-        ),
-        what=f"autohealing of {name}",
-    )
+    mig.patch(gcp, name, c.InstanceGroupManager(auto_healing_policies=[policy]), what=f"autohealing of {name}")
     if health_check:
         ctx.log(f"pool {pool_name}: {name} recreates VMs failing {health_check.rsplit('/', 1)[-1]} after {delay}s")
     else:
