@@ -293,3 +293,44 @@ def test_kill_9_mid_gcp_rotation_behind_the_lb_then_resume_converges(
         members |= {m.instance.rsplit("/", 1)[1] for m in listed}
     assert members == set(new)
     assert cli.json("destroy", "--job", job["id"], "--sandbox", "--yes", timeout=300)["status"] == "deleted"
+
+
+def test_a_replacement_left_by_a_rotation_to_an_older_version_goes_before_the_new_one(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Killed after inserting the v2 replacement, then the template moved to v3: the re-run deletes the
+    v2 replacement (neither the serving VM nor the wanted one) and replaces each slot from v3."""
+    env = make_env(sandbox, {"web": {"mode": "fixed", "size": 2}})
+    templates.ensure_templates(env.gcp, env.ctx())
+    compute.ensure_vms(env.gcp, env.ctx())
+    env.spec_data["pools"]["web"]["diskGb"] = 30
+    templates.ensure_templates(env.gcp, env.ctx())
+    saved = [env.infra.model_dump_json()]
+    ctx = env.ctx()
+    ctx.save = lambda: saved.append(env.infra.model_dump_json())
+    real = rotation.insert_instance
+
+    def then_killed(*args: Any) -> None:
+        real(*args)
+        raise Killed
+
+    monkeypatch.setattr(rotation, "insert_instance", then_killed)
+    with pytest.raises(Killed):
+        rotation.rotate_pool(env.gcp, ctx, "web")
+    monkeypatch.setattr(rotation, "insert_instance", real)
+    env.infra = InfraConfig.model_validate_json(saved[-1])
+    assert sorted(i.name for i in env.instances()) == ["demo-web-0", "demo-web-0-v2", "demo-web-1"]
+
+    env.spec_data["pools"]["web"]["diskGb"] = 40
+    templates.ensure_templates(env.gcp, env.ctx())
+    assert env.infra.LaunchTemplateVersion == {"web": 3}
+    rotation.rotate_pool(env.gcp, env.ctx(), "web")
+    live = {i.name: i for i in env.instances()}
+    assert sorted(live) == ["demo-web-0-v3", "demo-web-1-v3"]
+    assert all(i.disks[0].disk_size_gb == 40 for i in live.values())
+    assert [(v.ID, v.LaunchTemplateVersion, v.ReplacementID) for v in env.infra.VMs] == [
+        ("demo-web-0-v3", 3, None),
+        ("demo-web-1-v3", 3, None),
+    ]
+    compute.delete_vms(env.gcp, env.ctx())
+    templates.delete_templates(env.gcp, env.ctx())
