@@ -154,6 +154,42 @@ class Killed(BaseException):
     """Stands for kill -9 right after a cloud call: nothing after it in the process runs."""
 
 
+def at_v2(sandbox: Sandbox, lb_too: bool) -> Env:
+    """A Fixed pool of 2 built from template v1 (behind the LB if `lb_too`), its template now v2."""
+    env = make_env(sandbox, {"web": {"mode": "fixed", "size": 2}}, **(LB if lb_too else {}))
+    if lb_too:
+        build(env)
+    else:
+        templates.ensure_templates(env.gcp, env.ctx())
+        compute.ensure_vms(env.gcp, env.ctx())
+    env.spec_data["pools"]["web"]["diskGb"] = 30
+    templates.ensure_templates(env.gcp, env.ctx())
+    return env
+
+
+def rotate_killed(env: Env, monkeypatch: pytest.MonkeyPatch, module: Any, where: str, nth: int = 1) -> None:
+    """Rotate until the `nth` call of `module.where` has returned, then stop as kill -9 would; `env.infra`
+    becomes the record as it was last saved (a copy is taken at every save), as `vmplane resume` reads it."""
+    saved = [env.infra.model_dump_json()]
+    ctx = env.ctx()
+    ctx.save = lambda: saved.append(env.infra.model_dump_json())
+    real = getattr(module, where)
+    calls = {"n": 0}
+
+    def then_killed(*args: Any, **kwargs: Any) -> Any:
+        out = real(*args, **kwargs)
+        calls["n"] += 1
+        if calls["n"] == nth:
+            raise Killed
+        return out
+
+    monkeypatch.setattr(module, where, then_killed)
+    with pytest.raises(Killed):
+        rotation.rotate_pool(env.gcp, ctx, "web")
+    monkeypatch.setattr(module, where, real)
+    env.infra = InfraConfig.model_validate_json(saved[-1])
+
+
 @pytest.mark.parametrize(
     ("where", "nth"),
     [
@@ -172,30 +208,8 @@ def test_a_rotation_killed_after_any_call_then_rerun_ends_as_a_clean_one(
     instances, group members and records, no duplicate replacement, no slot left out."""
     from vmplane.clouds.gcp import lb_backend
 
-    env = make_env(sandbox, {"web": {"mode": "fixed", "size": 2}}, **LB)
-    build(env)
-    env.spec_data["pools"]["web"]["diskGb"] = 30
-    templates.ensure_templates(env.gcp, env.ctx())
-    saved = [env.infra.model_dump_json()]
-    ctx = env.ctx()
-    ctx.save = lambda: saved.append(env.infra.model_dump_json())
-    module = lb_backend if where.endswith("_members") else rotation
-    real = getattr(module, where)
-    calls = {"n": 0}
-
-    def then_killed(*args: Any, **kwargs: Any) -> Any:
-        out = real(*args, **kwargs)
-        calls["n"] += 1
-        if calls["n"] == nth:
-            raise Killed
-        return out
-
-    monkeypatch.setattr(module, where, then_killed)
-    with pytest.raises(Killed):
-        rotation.rotate_pool(env.gcp, ctx, "web")
-    monkeypatch.setattr(module, where, real)
-
-    env.infra = InfraConfig.model_validate_json(saved[-1])
+    env = at_v2(sandbox, lb_too=True)
+    rotate_killed(env, monkeypatch, lb_backend if where.endswith("_members") else rotation, where, nth)
     assert env.infra.vms_to_rotate("web")  # the record says a rotation is unfinished
     rotation.rotate_pool(env.gcp, env.ctx(), "web")
     new = {"demo-web-0": "demo-web-0-v2", "demo-web-1": "demo-web-1-v2"}
@@ -216,25 +230,8 @@ def test_an_apply_after_a_rotation_killed_past_the_old_vms_delete_adopts_the_rep
 ) -> None:
     """The old VM is gone and the record still names it: the VM step takes the recorded replacement as
     the slot's VM (no second insert), and the next rotation only has the other slot left."""
-    env = make_env(sandbox, {"web": {"mode": "fixed", "size": 2}})
-    templates.ensure_templates(env.gcp, env.ctx())
-    compute.ensure_vms(env.gcp, env.ctx())
-    env.spec_data["pools"]["web"]["diskGb"] = 30
-    templates.ensure_templates(env.gcp, env.ctx())
-    saved = [env.infra.model_dump_json()]
-    ctx = env.ctx()
-    ctx.save = lambda: saved.append(env.infra.model_dump_json())
-    real = rotation.delete_instance
-
-    def then_killed(*args: Any) -> bool:
-        real(*args)
-        raise Killed
-
-    monkeypatch.setattr(rotation, "delete_instance", then_killed)
-    with pytest.raises(Killed):
-        rotation.rotate_pool(env.gcp, ctx, "web")
-    monkeypatch.setattr(rotation, "delete_instance", real)
-    env.infra = InfraConfig.model_validate_json(saved[-1])
+    env = at_v2(sandbox, lb_too=False)
+    rotate_killed(env, monkeypatch, rotation, "delete_instance")
     assert (env.infra.VMs[0].ID, env.infra.VMs[0].ReplacementID) == ("demo-web-0", "demo-web-0-v2")
 
     before = len(sandbox_state(env)["operations"])
@@ -300,25 +297,8 @@ def test_a_replacement_left_by_a_rotation_to_an_older_version_goes_before_the_ne
 ) -> None:
     """Killed after inserting the v2 replacement, then the template moved to v3: the re-run deletes the
     v2 replacement (neither the serving VM nor the wanted one) and replaces each slot from v3."""
-    env = make_env(sandbox, {"web": {"mode": "fixed", "size": 2}})
-    templates.ensure_templates(env.gcp, env.ctx())
-    compute.ensure_vms(env.gcp, env.ctx())
-    env.spec_data["pools"]["web"]["diskGb"] = 30
-    templates.ensure_templates(env.gcp, env.ctx())
-    saved = [env.infra.model_dump_json()]
-    ctx = env.ctx()
-    ctx.save = lambda: saved.append(env.infra.model_dump_json())
-    real = rotation.insert_instance
-
-    def then_killed(*args: Any) -> None:
-        real(*args)
-        raise Killed
-
-    monkeypatch.setattr(rotation, "insert_instance", then_killed)
-    with pytest.raises(Killed):
-        rotation.rotate_pool(env.gcp, ctx, "web")
-    monkeypatch.setattr(rotation, "insert_instance", real)
-    env.infra = InfraConfig.model_validate_json(saved[-1])
+    env = at_v2(sandbox, lb_too=False)
+    rotate_killed(env, monkeypatch, rotation, "insert_instance")
     assert sorted(i.name for i in env.instances()) == ["demo-web-0", "demo-web-0-v2", "demo-web-1"]
 
     env.spec_data["pools"]["web"]["diskGb"] = 40
