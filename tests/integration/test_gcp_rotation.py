@@ -314,3 +314,30 @@ def test_a_replacement_left_by_a_rotation_to_an_older_version_goes_before_the_ne
     ]
     compute.delete_vms(env.gcp, env.ctx())
     templates.delete_templates(env.gcp, env.ctx())
+
+
+def test_a_replacement_that_never_gets_ready_leaves_the_old_vm_serving(sandbox: Sandbox) -> None:
+    """No sentinel from the replacement (the sandbox's guest plays a bootstrap that never finishes): the
+    rotation fails at the bootstrap timeout with the old VM still running and in its group, so the pool
+    keeps its size; once the replacement reports ready, the re-run finishes the swap."""
+    from vmplane.clouds.errors import DeadlineExceededError
+
+    env = at_v2(sandbox, lb_too=True)
+    sandbox.gcp_control("guest", {"mode": "off"})
+    try:
+        with pytest.raises(DeadlineExceededError, match="demo-web-0-v2"):
+            rotation.rotate_pool(env.gcp, env.ctx(), "web")
+    finally:
+        sandbox.gcp_control("guest", {"mode": "auto"})
+    assert serving(env) == {"demo-web-0", "demo-web-1"} and ready_vms(env) == {"demo-web-0", "demo-web-1"}
+    assert [(v.ID, v.ReplacementID, v.State) for v in env.infra.VMs] == [
+        ("demo-web-0", "demo-web-0-v2", VMState.ready),
+        ("demo-web-1", None, VMState.ready),
+    ]
+    written = {"project": env.project, "zone": ZONES[0], "instance": "demo-web-0-v2"}
+    sandbox.gcp_control("guest-attributes", {**written, "namespace": "vmplane", "key": "bootstrap", "value": "ready"})
+    rotation.rotate_pool(env.gcp, env.ctx(), "web")
+    assert serving(env) == {"demo-web-0-v2", "demo-web-1-v2"}
+    lb_teardown.detach(env.gcp, env.ctx(), keep_vms=False)
+    compute.delete_vms(env.gcp, env.ctx())
+    templates.delete_templates(env.gcp, env.ctx())
