@@ -164,17 +164,19 @@ def test_fixed_pool_create_change_rotate_exec_delete(sandbox: Sandbox) -> None:
     notes = rotation.rotate_pool(env.gcp, env.ctx(), "web")
     assert "replaced 2 VMs" in notes[0]
     after = {v.name: v for v in env.instances()}
-    assert all(after[n].id != ids_before[n] for n in ids_before)  # new instances under the stable names
+    # New instances beside the old ones, under the slot's name plus the template version.
+    assert sorted(after) == ["demo-web-0-v2", "demo-web-1-v2"]
     assert all(v.disks and v.status == "RUNNING" for v in after.values())
     assert env.infra.outdated_vms() == [] and all(v.State is VMState.ready for v in env.infra.VMs)
+    assert [(v.Name, v.ID) for v in env.infra.VMs] == [("demo-web-0", "demo-web-0-v2"), ("demo-web-1", "demo-web-1-v2")]
 
     # The exec mailbox with the simulated guest: success, nothing fake in stdout, stderr says why.
-    [result] = gcp_exec.run(env.gcp, ["demo-web-0"], ["echo hi"], comment="t", timeout=20)
+    [result] = gcp_exec.run(env.gcp, ["demo-web-0-v2"], ["echo hi"], comment="t", timeout=20)
     assert result.status is CommandStatus.success and result.stdout == ""
     assert result.stderr == gcp_exec.SIMULATED_STDERR
-    vm0 = env.client(c.InstancesClient).get(project=env.project, zone=ZONES[0], instance="demo-web-0")
+    vm0 = env.client(c.InstancesClient).get(project=env.project, zone=ZONES[0], instance="demo-web-0-v2")
     assert {"user-data", "vmplane-exec", "enable-oslogin"} <= {i.key for i in vm0.metadata.items}
-    hint = gcp_exec.session_hint(env.gcp, "demo-web-1")
+    hint = gcp_exec.session_hint(env.gcp, "demo-web-1-v2")
     assert hint.argv[-3:] == ["--zone", ZONES[1], "--tunnel-through-iap"] and hint.needs == "gcloud"
 
     compute.delete_vms(env.gcp, env.ctx())

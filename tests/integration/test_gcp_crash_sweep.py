@@ -42,6 +42,7 @@ APPLY_OPS = [
     "compute.networks.insert",
     "compute.regionAutoscalers.insert",
     "compute.regionInstanceGroupManagers.insert",
+    "compute.regionInstanceGroupManagers.patch",  # autohealing on the LB's health check (stepCreateTargetGroup)
     "compute.regionInstanceTemplates.insert",
     "compute.routers.insert",
     "compute.sslCertificates.insert",
@@ -71,6 +72,7 @@ DESTROY_OPS = [
     "compute.networks.delete",
     "compute.regionAutoscalers.delete",
     "compute.regionInstanceGroupManagers.delete",
+    "compute.regionInstanceGroupManagers.patch",  # autohealing off before the health check goes (detach)
     "compute.regionInstanceGroupManagers.resize",
     "compute.regionInstanceTemplates.delete",
     "compute.routers.delete",

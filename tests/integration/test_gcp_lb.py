@@ -420,10 +420,9 @@ def test_a_domain_change_makes_a_new_certificate_switches_the_proxy_then_deletes
     assert [x["name"] for x in _rrsets(endpoint, project) if x["type"] == "A"] == ["shop2.sandbox.vmplane.test."]
 
 
-def test_a_rotated_fixed_vm_rejoins_its_group_once_even_after_a_crash(endpoint: str, project: str) -> None:
-    """Rotation deletes a Fixed VM and inserts it again under the same name, which takes it out of its
-    zone's group. The re-join is checked on every run: a crash between the insert and the add (the VM
-    back, not yet a member) still ends with it in the group, and a member is never added twice."""
+def test_a_rotation_joins_and_leaves_a_group_once_even_after_a_crash(endpoint: str, project: str) -> None:
+    """Rotation puts a replacement in its zone's group and takes the old VM out, each checked against
+    the group first: a crash between the two and the re-run never adds or removes a member twice."""
     from vmplane.clouds.gcp import rotation
 
     spec = _spec()
@@ -440,9 +439,100 @@ def test_a_rotated_fixed_vm_rejoins_its_group_once_even_after_a_crash(endpoint: 
     _done(endpoint, project, op)
     assert _members(endpoint, project, zone, group) == []
 
-    first = _tally(lambda: rotation._rejoin_instance_group(gcp, ctx, zone, vm))
+    first = _tally(lambda: rotation._join_group(gcp, ctx, zone, vm))
     assert first["compute.instanceGroups.addInstances"] == 1
-    again = _tally(lambda: rotation._rejoin_instance_group(gcp, ctx, zone, vm))
+    again = _tally(lambda: rotation._join_group(gcp, ctx, zone, vm))
     assert again["compute.instanceGroups.addInstances"] == 0
     assert _members(endpoint, project, zone, group) == [vm]
+    out = _tally(lambda: rotation._leave_group(gcp, ctx, zone, vm))
+    assert out["compute.instanceGroups.removeInstances"] == 1
+    out_again = _tally(lambda: rotation._leave_group(gcp, ctx, zone, vm))
+    assert out_again["compute.instanceGroups.removeInstances"] == 0
+    assert _members(endpoint, project, zone, group) == []
     lb_teardown.detach(gcp, ctx, keep_vms=False)
+
+
+def _mig(endpoint: str, project: str, spec: EnvSpec) -> Any:
+    return _get(
+        endpoint, project, "RegionInstanceGroupManagers", region=REGION, instance_group_manager=naming.mig(spec, "api")
+    )
+
+
+def test_the_mig_behind_the_lb_heals_on_its_health_check_and_detach_and_attach_follow(
+    endpoint: str, project: str
+) -> None:
+    """The MIG recreates VMs that fail the LB's health check, after the bootstrap timeout; detach takes
+    the policy off before the health check goes (the sandbox, as Google, refuses to delete a health check
+    a MIG heals on), and attach puts it back."""
+    spec = _spec()
+    gcp, ctx = _provision(endpoint, project, spec)
+    assert list(_mig(endpoint, project, spec).auto_healing_policies) == []
+    _attach(gcp, ctx)
+    [policy] = _mig(endpoint, project, spec).auto_healing_policies
+    assert _tail(policy.health_check) == f"projects/{project}/global/healthChecks/{naming.health_check(spec)}"
+    assert policy.initial_delay_sec == spec.bootstrap.timeout_seconds == 900  # the default bootstrap timeout
+    assert _attach(gcp, ctx)["compute.regionInstanceGroupManagers.patch"] == 0  # a re-run sends nothing
+
+    # A bootstrap timeout over Google's hour: the delay is the hour.
+    ctx.spec = spec.model_copy(update={"bootstrap": spec.bootstrap.model_copy(update={"timeout_seconds": 7200})})
+    assert _tally(lambda: lb.ensure_backend(gcp, ctx))["compute.regionInstanceGroupManagers.patch"] == 1
+    assert [p.initial_delay_sec for p in _mig(endpoint, project, spec).auto_healing_policies] == [3600]
+    ctx.spec = spec
+
+    lb_teardown.detach(gcp, ctx, keep_vms=False)
+    assert not any(p.health_check for p in _mig(endpoint, project, spec).auto_healing_policies)
+    assert _gone(endpoint, project, "HealthChecks", health_check=naming.health_check(spec))
+    _attach(gcp, ctx)
+    assert [
+        (p.health_check.rsplit("/", 1)[1], p.initial_delay_sec)
+        for p in _mig(endpoint, project, spec).auto_healing_policies
+    ] == [(naming.health_check(spec), 900)]
+    lb_teardown.detach(gcp, ctx, keep_vms=False)
+    _assert_no_lb(endpoint, project, spec)
+
+
+def test_the_sandbox_checks_autohealing_policies_as_google_does(endpoint: str, project: str) -> None:
+    from google.api_core.exceptions import BadRequest
+
+    spec = _spec()
+    _provision(endpoint, project, spec)
+    hcs = _client(endpoint, "HealthChecks")
+    hc = compute_v1.HealthCheck(
+        name="heal-hc", type_="HTTP", http_health_check=compute_v1.HTTPHealthCheck(port=80, request_path="/")
+    )
+    _done(endpoint, project, hcs.insert_unary(project=project, health_check_resource=hc))
+    migs = _client(endpoint, "RegionInstanceGroupManagers")
+    here = f"projects/{project}/global/healthChecks/heal-hc"
+
+    def patch(*policies: compute_v1.InstanceGroupManagerAutoHealingPolicy) -> None:
+        body = compute_v1.InstanceGroupManager(auto_healing_policies=list(policies))
+        op = migs.patch_unary(
+            project=project, region=REGION, instance_group_manager=naming.mig(spec, "api"),
+            instance_group_manager_resource=body,
+        )  # fmt: skip
+        _done(endpoint, project, op)
+
+    refused = {
+        "initialDelaySec": [
+            compute_v1.InstanceGroupManagerAutoHealingPolicy(health_check=here, initial_delay_sec=3601)
+        ],
+        "only one": [compute_v1.InstanceGroupManagerAutoHealingPolicy(health_check=here, initial_delay_sec=60)] * 2,
+        "cannot be found": [
+            compute_v1.InstanceGroupManagerAutoHealingPolicy(
+                health_check=f"projects/{project}/global/healthChecks/none", initial_delay_sec=60
+            )
+        ],
+    }
+    for why, policies in refused.items():
+        with pytest.raises(BadRequest, match=why):
+            patch(*policies)
+    assert list(_mig(endpoint, project, spec).auto_healing_policies) == []
+
+    patch(compute_v1.InstanceGroupManagerAutoHealingPolicy(health_check=here, initial_delay_sec=3600))
+    [kept] = _mig(endpoint, project, spec).auto_healing_policies
+    assert (_tail(kept.health_check), kept.initial_delay_sec) == (here, 3600)
+    with pytest.raises(BadRequest, match="being used"):
+        hcs.delete_unary(project=project, health_check="heal-hc")
+    patch(compute_v1.InstanceGroupManagerAutoHealingPolicy())  # one empty policy turns it off
+    assert list(_mig(endpoint, project, spec).auto_healing_policies) == []
+    _done(endpoint, project, hcs.delete_unary(project=project, health_check="heal-hc"))

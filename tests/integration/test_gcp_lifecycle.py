@@ -207,10 +207,15 @@ def test_gcp_fixed_exec_update_rotate_destroy(cli: Cli, sandbox: Sandbox, gcp: G
     rotated = cli.json("rotate", "gtest-fixed", "--yes", timeout=300)
     assert rotated["status"] == "succeeded", rotated["error"]
     now = {v["name"]: v for v in job_resources(gcp, job["id"])["instances"]}
-    assert sorted(now) == vms  # stable names, new VMs
-    assert all(now[n]["id"] != ids[n] for n in vms)
-    assert all(now[n]["disks"][0]["diskSizeGb"] == "30" for n in vms)  # built from the new template
-    assert all(v["LaunchTemplateVersion"] == 2 for v in rotated["config"]["infra"]["VMs"])
+    rotated_names = [f"{n}-v2" for n in vms]  # each replacement ran beside the VM it replaced
+    assert sorted(now) == rotated_names
+    assert all(now[n]["disks"][0]["diskSizeGb"] == "30" for n in rotated_names)  # built from the new template
+    records = rotated["config"]["infra"]["VMs"]
+    assert all(v["LaunchTemplateVersion"] == 2 and v["ReplacementID"] is None for v in records)
+    assert sorted((v["Name"], v["ID"]) for v in records) == list(zip(vms, rotated_names, strict=True))
+    # The slot's name still reaches the VM: exec resolves it through the record.
+    again = cli.run("exec", "-o", "json", "gtest-fixed", "gtest-fixed-web-0", "--", "true")
+    assert again.returncode == 0 and json.loads(again.stdout)["exitCode"] == 0, again.stderr
 
     gone = cli.json("destroy", "-f", str(changed), "--sandbox", "--yes", timeout=300)
     assert gone["status"] == "deleted", gone["error"]

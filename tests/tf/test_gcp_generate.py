@@ -232,6 +232,26 @@ def test_pools_become_instances_or_groups(spec: EnvSpec) -> None:
         assert ("google_dns_managed_zone", "this") in resources(spec, "data")
 
 
+def test_a_mig_behind_the_lb_heals_on_its_health_check_as_the_driver_sets_it() -> None:
+    """The stack's MIG carries the driver's autohealing (clouds/gcp/autohealing.py): the LB's health check,
+    the bootstrap timeout as the initial delay capped at Google's hour; without a load balancer there
+    is no health check, so no policy."""
+    from vmplane.clouds.gcp.autohealing import MAX_INITIAL_DELAY_SEC
+
+    spec = load_spec(CASES / "gcp-web.jsonc")
+    assert spec.load_balancer is not None
+    mig = resources(spec)["google_compute_region_instance_group_manager", "pool"]
+    [heal] = [b for b in mig.body if isinstance(b, Block) and b.type == "auto_healing_policies"]
+    assert render([heal]).split("\n")[1:3] == [
+        "  health_check      = google_compute_health_check.this.id",
+        f"  initial_delay_sec = min(local.cloud.bootstrap.timeoutSeconds, {MAX_INITIAL_DELAY_SEC})",
+    ]
+    doc = copy.deepcopy(spec_json(spec))
+    del doc["loadBalancer"]
+    bare = resources(EnvSpec.model_validate(doc))["google_compute_region_instance_group_manager", "pool"]
+    assert not [b for b in bare.body if isinstance(b, Block) and b.type == "auto_healing_policies"]
+
+
 # One edit per impact class, and the only inputs file it may change.
 EDITS = [
     ({"path": ["runtime", "env"], "value": {"LOG_LEVEL": "debug"}}, "vmplane.env.inputs.runtime.tf"),

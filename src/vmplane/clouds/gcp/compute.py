@@ -11,8 +11,10 @@ from vmplane.clouds.gcp.ids import gcp_ids
 from vmplane.clouds.gcp.instances import (
     delete_instance,
     ensure_fixed_pool,
+    instance_name,
     owned_instances,
     region_zones,
+    replacement_of,
     wait_running,
 )
 from vmplane.clouds.gcp.readiness import wait_bootstrapped
@@ -63,7 +65,8 @@ def delete_vms(gcp: GcpClients, ctx: Context) -> None:
     infra.ScalingGroupID = {}
     ctx.save()
 
-    recorded = {(str(v.AZ), v.Name) for v in infra.VMs if v.AZ and v.Index >= 0}
+    fixed = [v for v in infra.VMs if v.AZ and v.Index >= 0]
+    recorded = {(str(v.AZ), n) for v in fixed for n in (instance_name(v), replacement_of(v)) if n}
     found = job_instances(gcp, ctx)
     targets = sorted(recorded | set(found))
     for zone, name in targets:

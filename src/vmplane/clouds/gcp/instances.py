@@ -1,5 +1,9 @@
-"""Fixed pools: zonal instances with stable names `<env>-<pool>-<i>`, spread round-robin over the zones,
-made from the pool's current regional instance template; and waiting for instances to run."""
+"""Fixed pools: zonal instances, one per slot `<env>-<pool>-<i>` (the record's `Name`), spread round-robin
+over the zones, made from the pool's current regional instance template; and waiting for instances to run.
+
+A slot's instance is first named as the slot; a rotation replaces it with `<env>-<pool>-<i>-v<N>`
+(naming.rotated), so the record's `ID` is the instance's name and `Name` only the slot's.
+"""
 
 from __future__ import annotations
 
@@ -12,10 +16,27 @@ from vmplane.clouds.gcp.operations import create, find, last_segment, remove
 from vmplane.clouds.gcp.session import CALL_TIMEOUT, GcpClients
 from vmplane.clouds.waits import poll
 from vmplane.envspec.models import EnvSpec, FixedPool
-from vmplane.state import VMRecord, VMState
+from vmplane.state import InfraConfig, VMRecord, VMState
 
 RUNNING_TIMEOUT = 600.0
 GONE = ("STOPPING", "STOPPED", "TERMINATED", "SUSPENDED")
+
+
+def instance_name(rec: VMRecord) -> str:
+    """The instance a Fixed VM record stands for: its `ID` (a rotated slot's new name), else the slot's."""
+    return rec.ID or rec.Name
+
+
+def replacement_of(rec: VMRecord) -> str | None:
+    """The replacement a rotation recorded for this slot before inserting it (None when none is in flight,
+    or for a record an older vmplane wrote as `<name>@v<N>`, whose rotation re-used the name)."""
+    wanted = rec.ReplacementID
+    return wanted if wanted and naming.valid(wanted) and wanted != instance_name(rec) else None
+
+
+def record_of(infra: InfraConfig, instance: str) -> VMRecord | None:
+    """The record an instance belongs to: the slot's current VM, or the replacement a rotation is making."""
+    return next((v for v in infra.VMs if instance in (instance_name(v), replacement_of(v))), None)
 
 
 def template_url(gcp: GcpClients, name: str) -> str:
@@ -144,13 +165,20 @@ def ensure_fixed_pool(gcp: GcpClients, ctx: Context, pool_name: str, pool: Fixed
             infra.VMs = [*infra.VMs, rec]
             ctx.save()  # intent first: a crash from here on leaves a record to reconcile
         zone = rec.AZ or zones[index % len(zones)]
-        live = get_instance(gcp, zone, name)
+        live = get_instance(gcp, zone, instance_name(rec))
+        if live is None and (new := replacement_of(rec)) is not None:
+            # A rotation stopped after deleting the old VM (it goes only once its replacement is ready):
+            # the replacement is the slot's VM now, checked for readiness again below.
+            rec.ID, rec.ReplacementID, rec.State = new, None, VMState.pending
+            ctx.save()
+            live = get_instance(gcp, zone, new)
         if live is None:
-            insert_instance(gcp, ctx, pool_name, name, zone)
+            insert_instance(gcp, ctx, pool_name, instance_name(rec), zone)
             rec.State, rec.LaunchTemplateVersion = VMState.pending, infra.LaunchTemplateVersion[pool_name]
-            live = get_instance(gcp, zone, name)
+            live = get_instance(gcp, zone, instance_name(rec))
         elif not ownership.owned_by(live, ctx.tagger):
-            raise ConflictError(f"instance {name} exists and belongs to {ownership.owner_of(live, ctx.tagger)}")
+            owner = ownership.owner_of(live, ctx.tagger)
+            raise ConflictError(f"instance {instance_name(rec)} exists and belongs to {owner}")
         if live is not None:
             record_instance(ctx, rec, live)
             note_power_state(rec, live)
@@ -184,7 +212,8 @@ def _shrink(gcp: GcpClients, ctx: Context, pool_name: str, size: int) -> None:
     unmanaged instance groups; a VM being deleted leaves its group with it.)"""
     for vm in [v for v in ctx.infra.VMs if v.Pool == pool_name and v.Index >= size]:
         if vm.AZ:
-            delete_instance(gcp, vm.AZ, vm.Name)
+            for name in [n for n in (replacement_of(vm), instance_name(vm)) if n]:
+                delete_instance(gcp, vm.AZ, name)
         ctx.infra.VMs = [v for v in ctx.infra.VMs if v.Name != vm.Name]
         ctx.save()
         ctx.log(f"pool {pool_name}: removed {vm.Name} (size is {size})")

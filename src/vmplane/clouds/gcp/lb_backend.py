@@ -1,8 +1,9 @@
 """stepCreateTargetGroup on Google Cloud: the global backend service with one backend per pool.
 
-An ASG pool's backend is its regional MIG's instance group; a Fixed pool's VMs are put in one
-unmanaged instance group per zone, whose membership is reconciled on every run (the step also runs
-after `vmplane scale`). Each group names the serving port `http`, which the backend service sends to.
+An ASG pool's backend is its regional MIG's instance group, and the MIG heals on the LB's health
+check (autohealing.py); a Fixed pool's VMs are put in one unmanaged instance group per zone, whose
+membership is reconciled on every run (the step also runs after `vmplane scale`). Each group names
+the serving port `http`, which the backend service sends to.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 from vmplane.clouds.base import Context
 from vmplane.clouds.errors import InvalidRequestError
-from vmplane.clouds.gcp import naming, operations
+from vmplane.clouds.gcp import autohealing, naming, operations
 from vmplane.clouds.gcp.ids import gcp_ids
 from vmplane.clouds.gcp.lb_refs import NAMED_PORT, ensure, lb_block, ref, tail
 from vmplane.clouds.gcp.ownership import description, owned_by
@@ -75,6 +76,8 @@ def ensure_backend(gcp: GcpClients, ctx: Context) -> None:
             ),
             what=f"update {name}",
         )
+    for pool in sorted(_asg_pools(ctx) & set(infra.ScalingGroupID)):
+        autohealing.ensure(gcp, ctx, pool, hc)  # the MIG recreates a VM that fails this health check
     _drop_stale_groups(gcp, ctx, {tail(g) for g in groups})
     ctx.log(f"backend service {name}: {len(groups)} backends, HTTP to port {lb.target_port} (named port http)")
 

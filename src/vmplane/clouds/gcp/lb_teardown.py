@@ -1,6 +1,7 @@
 """Removing the load balancer (`vmplane lb detach`, and teardown's first step), dependents first: the
 DNS record, the forwarding rules, the proxies, the URL maps, the certificates, the backend service,
-the unmanaged instance groups, the health check, the health-checkers' firewall rule and the address.
+the unmanaged instance groups, the MIGs' autohealing on the health check, the health check, the
+health-checkers' firewall rule and the address.
 
 Every part is found by its deterministic name as well as by the record (a crash may have created
 something the record does not list yet), deleted only if its description carries this job's tags,
@@ -15,7 +16,7 @@ from functools import partial
 from typing import Any
 
 from vmplane.clouds.base import Context
-from vmplane.clouds.gcp import certs, dns, lb_backend, lb_firewall, naming, operations
+from vmplane.clouds.gcp import autohealing, certs, dns, lb_backend, lb_firewall, naming, operations
 from vmplane.clouds.gcp.ids import GcpInfra, gcp_ids
 from vmplane.clouds.gcp.ownership import owned_by
 from vmplane.clouds.gcp.session import CALL_TIMEOUT, GcpClients
@@ -72,6 +73,7 @@ def detach(gcp: GcpClients, ctx: Context, *, keep_vms: bool) -> None:
         for group in sorted({naming.instance_group(spec, zone)} | ({recorded} if recorded else set())):
             lb_backend.delete_group(gcp, ctx, zone, group)
     ids.InstanceGroups = {}
+    autohealing.clear_all(gcp, ctx)  # Google refuses to delete a health check a MIG heals on
     deleted += _delete_global(
         gcp, ctx, "healthChecks", "HealthChecks", "health_check", {ids.HealthCheck, naming.health_check(spec)}
     )

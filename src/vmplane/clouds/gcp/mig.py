@@ -287,20 +287,11 @@ def sync_records(ctx: Context, pool_name: str, managed: list[Any]) -> None:
     ctx.save()
 
 
-def roll(gcp: GcpClients, ctx: Context, pool_name: str) -> list[Any]:
-    """Point the group at the pool's current template with the PROACTIVE policy (the MIG's own rolling
-    update) and wait until every instance runs it and the group is stable. Patching again after a
-    crash is harmless: the same template is the same target."""
+def patch(gcp: GcpClients, name: str, changes: Any, *, what: str) -> None:
+    """regionInstanceGroupManagers.patch (a JSON merge patch: fields left out stay as they are)."""
     from google.cloud import compute_v1 as c
 
-    name = ctx.infra.ScalingGroupID[pool_name]
-    template = template_url(gcp, ctx.infra.LaunchTemplateID[pool_name])
     client = gcp.compute("RegionInstanceGroupManagers")
-    patch = c.InstanceGroupManager(
-        instance_template=template,
-        versions=[c.InstanceGroupManagerVersion(instance_template=template)],
-        update_policy=update_policy(len(ctx.infra.Zones)),
-    )
     create(
         gcp,
         "compute.regionInstanceGroupManagers.patch",
@@ -309,13 +300,29 @@ def roll(gcp: GcpClients, ctx: Context, pool_name: str) -> list[Any]:
                 project=gcp.project,
                 region=gcp.region,
                 instance_group_manager=name,
-                instance_group_manager_resource=patch,
+                instance_group_manager_resource=changes,
                 request_id=rid,
             ),
             timeout=CALL_TIMEOUT,
         ),
-        what=f"rolling update of {name}",
+        what=what,
     )
+
+
+def roll(gcp: GcpClients, ctx: Context, pool_name: str) -> list[Any]:
+    """Point the group at the pool's current template with the PROACTIVE policy (the MIG's own rolling
+    update) and wait until every instance runs it and the group is stable. Patching again after a
+    crash is harmless: the same template is the same target."""
+    from google.cloud import compute_v1 as c
+
+    name = ctx.infra.ScalingGroupID[pool_name]
+    template = template_url(gcp, ctx.infra.LaunchTemplateID[pool_name])
+    changes = c.InstanceGroupManager(
+        instance_template=template,
+        versions=[c.InstanceGroupManagerVersion(instance_template=template)],
+        update_policy=update_policy(len(ctx.infra.Zones)),
+    )
+    patch(gcp, name, changes, what=f"rolling update of {name}")
 
     def reached() -> bool | None:
         group = get_mig(gcp, name)

@@ -9,10 +9,12 @@ tag set in `description` is how vmplane knows a resource is its own. Names follo
 from __future__ import annotations
 
 import hashlib
+import re
 
 from vmplane.envspec.models import EnvSpec
 
 MAX_NAME = 63
+NAME_RE = re.compile(r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?")
 
 
 def _name(*parts: str) -> str:
@@ -22,6 +24,10 @@ def _name(*parts: str) -> str:
     # Too long: keep a readable head and a digest of the whole, so two long names never collide.
     digest = hashlib.sha1(name.encode()).hexdigest()[:8]
     return f"{name[: MAX_NAME - 9].rstrip('-')}-{digest}"
+
+
+def valid(name: str) -> bool:
+    return NAME_RE.fullmatch(name) is not None
 
 
 def prefix(spec: EnvSpec) -> str:
@@ -72,8 +78,16 @@ def template(spec: EnvSpec, pool: str, version: int) -> str:
 
 
 def instance(spec: EnvSpec, pool: str, index: int) -> str:
-    """Fixed-pool VMs: stable names, so a re-run finds the VM it made."""
+    """Fixed-pool VMs: one name per slot (`<env>-<pool>-<i>`), so a re-run finds the VM it made. It is
+    also the VM record's `Name` for good; the instance itself is `rotated` to a new name."""
     return _name(spec.name, pool, str(index))
+
+
+def rotated(spec: EnvSpec, pool: str, index: int, version: int) -> str:
+    """The replacement a rotation makes for slot `index` from template v`version`. An instance name is
+    unique per zone and the replacement runs beside the VM it replaces, so it cannot take the old name;
+    deterministic, so a re-run after a crash finds the replacement it inserted instead of adding one."""
+    return _name(spec.name, pool, str(index), f"v{version}")
 
 
 def mig(spec: EnvSpec, pool: str) -> str:

@@ -18,7 +18,7 @@ from typing import Any
 from vmplane.clouds.base import Context
 from vmplane.clouds.errors import InvalidRequestError
 from vmplane.clouds.gcp import mig, naming, schedules
-from vmplane.clouds.gcp.instances import GONE, get_instance, wait_running
+from vmplane.clouds.gcp.instances import GONE, get_instance, instance_name, wait_running
 from vmplane.clouds.gcp.operations import run
 from vmplane.clouds.gcp.readiness import wait_bootstrapped
 from vmplane.clouds.gcp.session import CALL_TIMEOUT, GcpClients
@@ -79,7 +79,7 @@ def keep_stopped(gcp: GcpClients, ctx: Context, pool_name: str) -> None:
     wait_running(gcp, ctx, [r for r in recs if r.State is VMState.pending])
     client = gcp.compute("Instances")
     for rec in recs:
-        zone, name = str(rec.AZ), rec.Name
+        zone, name = str(rec.AZ), instance_name(rec)
         live = _settled(gcp, zone, name)
         if live is None:
             continue  # gone: the VM step recreates it, and this runs again after it
@@ -97,7 +97,7 @@ def keep_stopped(gcp: GcpClients, ctx: Context, pool_name: str) -> None:
 
 
 def _start_vm(gcp: GcpClients, ctx: Context, rec: VMRecord) -> None:
-    zone, name = str(rec.AZ), rec.Name
+    zone, name = str(rec.AZ), instance_name(rec)
     live = _settled(gcp, zone, name)
     if live is None:
         raise InvalidRequestError(f"instance {name} is gone: run `vmplane apply` to recreate it")

@@ -27,7 +27,7 @@ from vmplane.clouds.deletes import TEARDOWN_TIMEOUT
 from vmplane.clouds.errors import CloudError, InvalidRequestError
 from vmplane.clouds.gcp import mig, naming, ownership, schedule_policy
 from vmplane.clouds.gcp.ids import gcp_ids
-from vmplane.clouds.gcp.instances import owned_instances, region_zones
+from vmplane.clouds.gcp.instances import owned_instances, record_of, region_zones
 from vmplane.clouds.gcp.operations import create, last_segment, remove, run
 from vmplane.clouds.gcp.session import CALL_TIMEOUT, GcpClients
 from vmplane.envspec.models import AsgPool, FixedPool
@@ -78,7 +78,7 @@ def _converge_policies(gcp: GcpClients, ctx: Context, want: dict[str, str]) -> N
     ours = set(have) | set(want.values())
     if ours:
         for zone, inst in owned_instances(gcp, ctx, sorted(set(infra.Zones))):
-            rec = infra.vm(inst.name)
+            rec = record_of(infra, inst.name)
             fixed_pool = rec.Pool if rec is not None and rec.Index >= 0 else None
             _follow(gcp, zone, inst, want.get(fixed_pool) if fixed_pool else None, ours)
     for name in sorted(set(have) - set(want.values())):

@@ -123,9 +123,39 @@ def _mig_refs(r: Resource, ref: Resolve) -> None:
     for i, version in enumerate(r.get("versions") or []):
         where = f"resource.versions[{i}].instanceTemplate"
         version["instanceTemplate"] = ref(where, version.get("instanceTemplate"), ("instanceTemplates",))
-    for i, policy in enumerate(r.get("autoHealingPolicies") or []):
-        where = f"resource.autoHealingPolicies[{i}].healthCheck"
-        policy["healthCheck"] = ref(where, policy.get("healthCheck"), ("healthChecks",))
+    if "autoHealingPolicies" in r:
+        r["autoHealingPolicies"] = _autohealing(r["autoHealingPolicies"], ref)
+
+
+MAX_INITIAL_DELAY_SEC = 3600  # compute.v1 InstanceGroupManagerAutoHealingPolicy: "between 0 and 3600 seconds"
+
+
+def _autohealing(policies: object, ref: Resolve) -> list[Resource]:
+    """As Google checks them: one policy at most ("You can specify only one value"), its health check an
+    existing (global or regional) health check, initialDelaySec an integer within 0..3600. A policy
+    naming neither turns health-check autohealing off (gcloud's --clear-autohealing sends one): none
+    is kept."""
+    field = "resource.autoHealingPolicies"
+    if not isinstance(policies, list) or len(policies) > 1:
+        raise invalid(f"Invalid value for field '{field}': only one autohealing policy can be specified.")
+    out = []
+    for i, policy in enumerate(policies):
+        if not isinstance(policy, dict):
+            raise invalid(f"Invalid value for field '{field}[{i}]': '{policy}'.")
+        delay = policy.get("initialDelaySec")
+        if delay is not None and (
+            isinstance(delay, bool) or not isinstance(delay, int) or not 0 <= delay <= MAX_INITIAL_DELAY_SEC
+        ):
+            raise invalid(
+                f"Invalid value for field '{field}[{i}].initialDelaySec': '{delay}'. "
+                f"Must be between 0 and {MAX_INITIAL_DELAY_SEC}."
+            )
+        if policy.get("healthCheck") is None and delay is None:
+            continue
+        healed = dict(policy)
+        healed["healthCheck"] = ref(f"{field}[{i}].healthCheck", policy.get("healthCheck"), ("healthChecks",))
+        out.append({k: v for k, v in healed.items() if v is not None})
+    return out
 
 
 def template_of(mig: Resource) -> str:
