@@ -344,3 +344,14 @@ def test_what_refresh_prices_for_a_file_and_the_usage_errors() -> None:
     ]:
         with pytest.raises(UsageError, match=message):
             _targets(*args)
+
+
+def test_an_unknown_profile_is_one_line_naming_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """botocore's ProfileNotFound escaped as a 79-line traceback from `vmplane prices refresh`."""
+    from vmplane.cost.refresh_aws import make_client
+
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "credentials"))
+    monkeypatch.setenv("AWS_PROFILE", "nosuch")
+    with pytest.raises(PriceRefreshError, match=r"AWS profile 'nosuch' \(AWS_PROFILE\) is not in"):
+        make_client()

@@ -142,7 +142,13 @@ def make_client() -> Any:
     config = Config(
         connect_timeout=5, read_timeout=60, retries={"mode": "standard", "max_attempts": 6}, user_agent_extra="vmplane"
     )
-    return boto3.session.Session().client("pricing", region_name=PRICING_REGION, config=config)
+    from botocore.exceptions import ProfileNotFound
+
+    try:
+        return boto3.session.Session().client("pricing", region_name=PRICING_REGION, config=config)
+    except ProfileNotFound as e:  # AWS_PROFILE names a profile in neither file: one line, no traceback
+        profile = e.kwargs.get("profile", "")
+        raise PriceRefreshError(f"{API}: AWS profile {profile!r} (AWS_PROFILE) is not in ~/.aws/config") from e
 
 
 def list_products(client: Any, query: Query) -> list[dict[str, Any]]:
