@@ -276,7 +276,15 @@ def create_app(settings: Settings, *, run_workflows: bool = True) -> FastAPI:
         start(job.id, Phase.operation)
         return _job_response(load(job.id, who), 202, operation=record.dump(), impact=changes)
 
-    @app.delete(JOBS + "/{job_id}", status_code=202, tags=["jobs"], responses=errors(404, 409, 412))
+    @app.delete(
+        JOBS + "/{job_id}",
+        status_code=202,
+        tags=["jobs"],
+        responses={
+            200: {"description": "The job created nothing in the cloud: it is `deleted` now, with no cloud call."},
+            **errors(404, 409, 412),
+        },
+    )
     def delete_job(
         job_id: str,
         who: Annotated[Caller, Depends(needs(Role.admin))],
@@ -285,7 +293,9 @@ def create_app(settings: Settings, *, run_workflows: bool = True) -> FastAPI:
         expected = _parse_if_match(if_match)
         job = load(job_id, who)
         with _domain_errors(if_match=expected is not None):
-            actions.destroy(settings, job, expected)
+            forgotten = actions.destroy(settings, job, expected)
+        if forgotten:
+            return _job_response(load(job_id, who), 200)
         start(job_id, Phase.teardown)
         return _job_response(load(job_id, who), 202)
 

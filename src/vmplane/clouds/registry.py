@@ -57,6 +57,25 @@ FACTORIES: dict[Cloud, Callable[[Target], CloudDriver]] = {
 }
 
 
+def driver_class(cloud: Cloud) -> type[CloudDriver]:
+    """The driver's class, for what needs no target (its static capability check, `vmplane validate`)."""
+    if cloud is Cloud.aws:
+        from vmplane.clouds.aws.driver import AwsDriver
+
+        return AwsDriver
+    if cloud is Cloud.gcp:
+        from vmplane.clouds.gcp.driver import GcpDriver
+
+        return GcpDriver
+    if cloud is Cloud.proxmox:
+        from vmplane.clouds.proxmox.driver import ProxmoxDriver
+
+        return ProxmoxDriver
+    from vmplane.clouds.azure import AzureDriver
+
+    return AzureDriver
+
+
 @lru_cache(maxsize=16)
 def driver_for(target: Target) -> CloudDriver:
     """One driver per target and process: a boto3 session and its clients cost ~0.1-0.3 s to build."""

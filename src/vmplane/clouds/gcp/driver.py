@@ -63,7 +63,8 @@ class GcpDriver(CloudDriver):
         self.target = target
         self.gcp = GcpClients(target)
 
-    def validate(self, spec: EnvSpec) -> list[str]:
+    @classmethod
+    def validate(cls, spec: EnvSpec) -> list[str]:
         out = super().validate(spec) + schedule_policy.problems(spec)
         for name, pool in spec.pools.items():
             try:

@@ -61,7 +61,8 @@ class ProxmoxDriver(CloudDriver):
         self.target = target
         self.pve = Pve(target)
 
-    def validate(self, spec: EnvSpec) -> list[str]:
+    @classmethod
+    def validate(cls, spec: EnvSpec) -> list[str]:
         out = []
         for problem in super().validate(spec):
             if problem.endswith("pools are not supported on proxmox"):
