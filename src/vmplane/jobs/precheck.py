@@ -41,11 +41,13 @@ class RefusedBeforeJobError(UsageError):
 
 
 def problems(driver: CloudDriver, spec: EnvSpec, target: Target, ap: ApplyPlan) -> list[str]:
-    """What the job would refuse at stepValidate, each naming its field (empty: it would go on)."""
-    # Nothing boots on a sandbox: there the job logs what a VM would lack instead of refusing.
-    if not target.sandbox and (found := vmconfig.problems(spec)):
-        return found
+    """What the job would refuse at stepValidate, each naming its field (empty: it would go on). In
+    stepValidate's order: the driver's own answer first (plan_apply ran its capability check)."""
     try:
+        driver.validate(spec)
+        # Nothing boots on a sandbox: there the job logs what a VM would lack instead of refusing.
+        if not target.sandbox and (found := vmconfig.problems(spec)):
+            return found
         return driver.precheck(spec, ap.job.id if ap.job else UNBORN_JOB, ap.job.infra if ap.job else None)
     except ProviderInvalidError:
         return []  # a provider that answers Invalid to everything (the Azure stub): its job records that
