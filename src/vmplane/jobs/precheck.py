@@ -37,7 +37,9 @@ class RefusedBeforeJobError(UsageError):
 
     def __init__(self, where: str, problems: list[str]) -> None:
         self.problems = problems
-        super().__init__(f"{where} refuses this file; nothing was recorded or created: " + "; ".join(problems))
+        super().__init__(
+            f"stepValidate would refuse this file on {where}; nothing was recorded or created: " + "; ".join(problems)
+        )
 
 
 def problems(driver: CloudDriver, spec: EnvSpec, target: Target, ap: ApplyPlan) -> list[str]:
