@@ -319,3 +319,17 @@ def test_a_revoked_token_ends_the_event_stream(dash: Dash) -> None:
                 assert json.loads(line[6:]) == {"status": "signed-out"}
                 break
     assert events == ["job", "end"]
+
+
+def test_destroying_a_job_that_created_nothing_forgets_it_and_starts_no_teardown(dash: Dash) -> None:
+    admin = dash.sign_in(dash.token())
+    job_id = apply(dash, admin, WEB.read_text())
+    with transaction(dash.settings.db_url) as s:  # as stepValidate's refusal leaves it
+        jobs.update_step(s, job_id, "stepValidate", status=jobs.StepStatus.failed, error="refused")
+        jobs.set_status(s, job_id, JobStatus.failed, "stepValidate: refused")
+    confirm = Page(admin.get(f"/ui/jobs/{job_id}/actions/destroy").text)
+    data = {"csrf": confirm.csrf("confirm"), "version": confirm.one("input", name="version").attrs["value"]}
+    assert admin.post(f"/ui/jobs/{job_id}/actions/destroy", data=data, follow_redirects=False).status_code == 303
+    with transaction(dash.settings.db_url) as s:
+        row = jobs.get_row(s, job_id)
+        assert (row.status, row.teardown_steps) == ("deleted", [])  # no teardown was recorded to run
