@@ -163,3 +163,21 @@ def test_show_job_prints_the_error_as_written(settings: Settings, spec: EnvSpec)
     con = Console(record=True, width=200)
     show_job(con, job)
     assert "do not exist: [e2-small]" in con.export_text()
+
+
+def test_the_static_check_loads_no_cloud_sdk() -> None:
+    # `vmplane validate` must stay fast (bench/startup.py fails when it loads boto3): the capabilities are
+    # read from clouds/<cloud>/capabilities.py, not from the drivers.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from vmplane.clouds import registry; from vmplane.envspec.load import load_spec\n"
+        "for ex in ('fixed', 'gcp-fixed', 'proxmox'):\n"
+        "    assert registry.static_problems(load_spec(f'examples/{ex}.jsonc')) == [], ex\n"
+        "heavy = [m for m in ('boto3', 'botocore', 'googleapiclient', 'proxmoxer', 'sqlalchemy') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr

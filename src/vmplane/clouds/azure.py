@@ -40,8 +40,7 @@ class AzureDriver(CloudDriver):
         tags=TagRules(style="key_value", key_pattern=AWS_TAG_KEY, max_key=512, max_value=256),
     )
 
-    @classmethod
-    def validate(cls, spec: EnvSpec) -> list[str]:
+    def validate(self, spec: EnvSpec) -> list[str]:
         raise _invalid()  # before any capability question: nothing runs on Azure yet
 
     def preflight(self, ctx: Context) -> None:

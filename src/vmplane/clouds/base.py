@@ -210,11 +210,10 @@ class CloudDriver(abc.ABC):
     capabilities: ClassVar[Capabilities]
 
     # ---- provisioning ----
-    @classmethod
-    def validate(cls, spec: EnvSpec) -> list[str]:
+    def validate(self, spec: EnvSpec) -> list[str]:
         """What `spec` asks that this driver cannot do, each naming the field (stepValidate, before
-        any cloud call). A class method: it reads no target, credentials or network (`vmplane validate`)."""
-        return capability_problems(spec, cls.capabilities, cls.cloud)
+        any cloud call; `vmplane validate` runs the same through `registry.static_problems`)."""
+        return capability_problems(spec, self.capabilities, self.cloud)
 
     @abc.abstractmethod
     def preflight(self, ctx: Context) -> None:

@@ -8,7 +8,7 @@ from functools import lru_cache
 
 from vmplane.clouds.base import CloudDriver
 from vmplane.clouds.errors import UnsupportedError
-from vmplane.envspec.models import Cloud
+from vmplane.envspec.models import Cloud, EnvSpec
 from vmplane.target import Target
 
 
@@ -57,23 +57,26 @@ FACTORIES: dict[Cloud, Callable[[Target], CloudDriver]] = {
 }
 
 
-def driver_class(cloud: Cloud) -> type[CloudDriver]:
-    """The driver's class, for what needs no target (its static capability check, `vmplane validate`)."""
+def static_problems(spec: EnvSpec) -> list[str]:
+    """What `spec` asks that its cloud's driver cannot do (the capability check), each naming the field,
+    with no target, credentials, network or cloud SDK import (`vmplane validate`). The driver's own
+    `validate` (plan, apply, stepValidate) checks the same and, on Google Cloud, the image references."""
+    cloud = spec.provider.cloud
     if cloud is Cloud.aws:
-        from vmplane.clouds.aws.driver import AwsDriver
+        from vmplane.clouds.aws.capabilities import static_problems as aws
 
-        return AwsDriver
+        return aws(spec)
     if cloud is Cloud.gcp:
-        from vmplane.clouds.gcp.driver import GcpDriver
+        from vmplane.clouds.gcp.capabilities import static_problems as gcp
 
-        return GcpDriver
+        return gcp(spec)
     if cloud is Cloud.proxmox:
-        from vmplane.clouds.proxmox.driver import ProxmoxDriver
+        from vmplane.clouds.proxmox.capabilities import static_problems as pve
 
-        return ProxmoxDriver
+        return pve(spec)
     from vmplane.clouds.azure import AzureDriver
 
-    return AzureDriver
+    return AzureDriver().validate(spec)  # raises ProviderInvalidError: nothing runs on Azure yet
 
 
 @lru_cache(maxsize=16)

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vmplane.bootstrap import vmconfig
+from vmplane.clouds import registry
 from vmplane.clouds.base import CloudDriver
 from vmplane.clouds.errors import ProviderInvalidError
-from vmplane.clouds.registry import driver_class
 from vmplane.envspec.jsonc import JsoncSyntaxError, parse_jsonc
 from vmplane.envspec.load import SpecError, SpecIssue
 from vmplane.envspec.models import EnvSpec
@@ -68,7 +68,7 @@ def static_problems(spec: EnvSpec) -> list[str]:
     """The driver's capability check (an `asg` pool or a load balancer on Proxmox VE, ...): no target,
     no credentials, no network. Each problem starts with its field path."""
     try:
-        return driver_class(spec.provider.cloud).validate(spec)
+        return registry.static_problems(spec)
     except ProviderInvalidError:
         return []  # the Azure stub answers Invalid to everything: its job records that answer
 
