@@ -14,7 +14,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from vmplane.bootstrap import vmconfig
 from vmplane.clouds import registry
 from vmplane.clouds.base import CloudDriver
 from vmplane.clouds.errors import ProviderInvalidError
@@ -45,6 +44,8 @@ class RefusedBeforeJobError(UsageError):
 def problems(driver: CloudDriver, spec: EnvSpec, target: Target, ap: ApplyPlan) -> list[str]:
     """What the job would refuse at stepValidate, each naming its field (empty: it would go on). In
     stepValidate's order: the driver's own answer first (plan_apply ran its capability check)."""
+    from vmplane.bootstrap import vmconfig  # here: `vmplane validate` imports this module and must start fast
+
     try:
         driver.validate(spec)
         # Nothing boots on a sandbox: there the job logs what a VM would lack instead of refusing.
