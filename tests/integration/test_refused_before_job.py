@@ -74,6 +74,16 @@ def test_an_instance_type_of_another_cloud_is_refused_by_plan_and_apply_with_not
 
 
 @pytest.mark.sandbox
+def test_an_aws_instance_type_on_google_cloud_is_refused_naming_the_field(cli: Cli, tmp_path: Path) -> None:
+    pool = {"mode": "fixed", "size": 1, "instanceType": "t3.small", "image": "ubuntu-24.04"}
+    env_file = write_env(tmp_path, "itest-gcp-t3", example="gcp-fixed.jsonc", pools={"web": pool})
+    before = jobs_json(cli)
+    err = refused(cli, "apply", "-f", str(env_file), "--sandbox", "--yes")
+    assert "pools.web.instanceType: t3.small is not offered in us-central1-a" in err, err
+    assert jobs_json(cli) == before
+
+
+@pytest.mark.sandbox
 def test_a_domain_without_a_hosted_zone_is_refused_before_the_job(cli: Cli, tmp_path: Path) -> None:
     lb = {"domain": "app.no-zone-here.example", "certSource": "AWSACM"}
     env_file = write_env(tmp_path, "itest-nozone", example="web.jsonc", loadBalancer=lb)
