@@ -118,5 +118,22 @@ class InfraConfig(StateModel):
         resumed = [v for v in self.VMs if v.Pool == pool and v.ReplacementID and v not in outdated]
         return sorted([*outdated, *resumed], key=lambda v: (v.Index, v.Name))
 
+    def created_ids(self) -> list[str]:
+        """The neutral fields that record something the job made (or the intent to make it, saved before
+        the create): any VM record, its security group, load balancer, scaling groups, launch templates, a
+        network it created. Empty for a job that stopped at stepValidate, whose record holds only what it
+        looked up (region, zones, account, images, templates). The cloud's own ids are not read here: the
+        steps that fill them ran, which `jobs.forget` checks too."""
+        held = [f"VMs ({', '.join(v.Name for v in self.VMs)})"] if self.VMs else []
+        for name in ("VMSecurityGroupID", "LoadBalancerID", "LoadBalancerDNSName"):
+            if (value := getattr(self, name)) is not None:
+                held.append(f"{name} {value}")
+        for name in ("ScalingGroupID", "LaunchTemplateID"):
+            if ids := getattr(self, name):
+                held.append(f"{name} ({', '.join(f'{k}={v}' for k, v in sorted(ids.items()))})")
+        if self.NetworkCreated and self.NetworkID is not None:
+            held.append(f"NetworkID {self.NetworkID}")
+        return held
+
     def vm(self, name: str) -> VMRecord | None:
         return next((v for v in self.VMs if v.Name == name), None)

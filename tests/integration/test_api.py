@@ -14,7 +14,7 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.helpers import EXAMPLES, Cli, Sandbox, vmplane_serve
+from tests.helpers import EXAMPLES, Cli, Sandbox, free_port, vmplane_serve
 from tests.integration.test_apply_destroy import job_resources
 from tests.integration.test_load_balancer import lb_parts
 
@@ -220,3 +220,32 @@ def test_a_file_its_driver_cannot_run_is_422_and_records_no_job(api: Api) -> Non
     assert r.status_code == 422, r.text
     assert "pools.web.mode" in r.text and "no cloud autoscaler" in r.text
     assert all(j["env"] != "api-pve-asg" for j in c.get("/provisioning-jobs").json()["items"])
+
+
+@pytest.mark.sandbox
+def test_a_type_the_region_does_not_offer_is_422_naming_the_field_and_records_no_job(api: Api) -> None:
+    c = api.client()
+    doc = spec_doc("api-e2", "fixed.jsonc")
+    doc["pools"]["web"]["instanceType"] = "e2-small"
+    r = c.post("/provisioning-jobs", params={"sandbox": "true"}, json=doc)
+    assert r.status_code == 422, r.text
+    assert "pools.web.instanceType: e2-small is not offered in us-east-1's zones" in r.json()["detail"]["message"]
+    assert all(j["env"] != "api-e2" for j in c.get("/provisioning-jobs").json()["items"])
+
+
+@pytest.mark.sandbox
+def test_delete_of_a_job_that_created_nothing_ends_deleted_with_no_cloud_call(api: Api) -> None:
+    # The job's target refuses every connection: a teardown (or any cloud call) could not succeed.
+    from tests.integration.test_refused_before_job import failed_real_job
+
+    env_file = api.cli.home / "api-forget.jsonc"
+    env_file.write_text(json.dumps(spec_doc("api-forget", "fixed.jsonc")))
+    job_id = failed_real_job(api.cli, env_file, endpoint=f"http://127.0.0.1:{free_port()}")
+    c = api.client()
+    r = c.delete(f"/provisioning-jobs/{job_id}")
+    assert r.status_code == 200, r.text
+    assert r.json()["status"] == "deleted" and r.json()["teardownSteps"] == []
+    time.sleep(0.5)  # no workflow was started: the record stays as it was left
+    job = c.get(f"/provisioning-jobs/{job_id}").json()
+    assert job["status"] == "deleted" and job["teardownSteps"] == [] and job["error"].startswith("stepValidate")
+    assert c.delete(f"/provisioning-jobs/{job_id}").status_code == 409

@@ -243,11 +243,11 @@ def test_azure_job_fails_with_clean_invalid(cli: Cli, sandbox: Sandbox, tmp_path
     assert validate["error"].startswith("Invalid: Azure")
     assert all(s["status"] == "pending" for s in job["steps"][1:])
 
-    # Nothing was created, so the teardown has nothing to do and ends `deleted` (it used to end
-    # delete_failed with an AttributeError, after which a new apply was refused for good).
+    # Nothing was created, so destroy forgets the record with no teardown and no cloud call (a teardown
+    # once ended delete_failed with an AttributeError, after which a new apply was refused for good).
     gone = cli.json("destroy", "-f", str(env_file), "--yes")
     assert gone["status"] == "deleted", gone["error"]
-    assert all(s["status"] == "succeeded" for s in gone["teardownSteps"])
+    assert gone["teardownSteps"] == [] and gone["config"]["forgottenAt"]
     again = cli.run("apply", "-f", str(env_file), "--yes", "--output", "json")
     assert again.returncode == 1 and json.loads(again.stdout)["id"] != job["id"]  # a new job, not a refusal
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.helpers import EXAMPLES, Cli
+from tests.helpers import EXAMPLES, Cli, Sandbox
 
 
 @pytest.fixture
@@ -30,14 +30,16 @@ def run_in(c: Cli, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_default_file_is_used_when_present(c: Cli, tmp_path: Path) -> None:
+def test_default_file_is_used_when_present(sandbox: Sandbox, tmp_path: Path) -> None:
+    # `plan` asks the cloud what stepValidate would refuse: here the session's sandbox.
+    c = Cli(home=tmp_path / "h", sandbox_port=sandbox.port)
     stack = tmp_path / "stack"
     stack.mkdir()
     shutil.copy(EXAMPLES / "fixed.jsonc", stack / "vmplane.env.jsonc")
     proc = run_in(c, stack, "validate", "-o", "json")
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == {"file": "vmplane.env.jsonc", "valid": True, "name": "demo-fixed", "org": "acme"}
-    assert "Plan: 18 to add" in run_in(c, stack, "plan").stdout
+    assert "Plan: 18 to add" in run_in(c, stack, "plan", "--sandbox").stdout
     # `tf upgrade` needs a generated stack; then it works with no arguments at all.
     assert run_in(c, stack, "tf", "generate").returncode == 0
     proc = run_in(c, stack, "tf", "upgrade")

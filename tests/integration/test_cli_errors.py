@@ -68,18 +68,30 @@ def test_destroy_without_yes_refuses_when_not_interactive(tmp_path) -> None:
     assert json.loads(proc.stdout)["status"] == "absent"
 
 
-def test_plan_prints_plus_lines_and_summary(tmp_path) -> None:
-    from tests.helpers import EXAMPLES, Cli
+@pytest.mark.sandbox
+def test_plan_prints_plus_lines_and_summary(cli: Cli) -> None:
+    from tests.helpers import EXAMPLES
 
-    c = Cli(home=tmp_path / "h", sandbox_port=1)
-    proc = c.run("plan", "-f", str(EXAMPLES / "fixed.jsonc"), "--sandbox")
+    proc = cli.run("plan", "-f", str(EXAMPLES / "fixed.jsonc"), "--sandbox")
     assert proc.returncode == 0, proc.stderr
     assert "+ aws_vpc.demo-fixed" in proc.stdout
     assert proc.stdout.count("+ aws_instance.") == 2
     assert "Plan: 18 to add, 0 to change, 0 to destroy." in proc.stdout
-    plan = c.json("plan", "-f", str(EXAMPLES / "fixed.jsonc"))
+    plan = cli.json("plan", "-f", str(EXAMPLES / "fixed.jsonc"), "--sandbox")
     assert plan["decision"] == "new" and len(plan["steps"]) == 7
     assert sum(1 for r in plan["resources"] if r["action"] == "+") == 18
+
+
+def test_a_real_account_plan_the_apply_would_refuse_exits_2_without_a_plan(tmp_path) -> None:
+    # The shipped manifests leave the NGINX digest unpinned and this machine cannot reach the registry:
+    # stepValidate would refuse the apply on a real account, so plan says so (exit 2) and asks no cloud.
+    from tests.helpers import EXAMPLES, Cli
+
+    c = Cli(home=tmp_path / "h", sandbox_port=1)
+    proc = c.run("plan", "-f", str(EXAMPLES / "fixed.jsonc"))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "pools.web.image: vmplane.env.vmconfig.nginx.amd64.json does not pin" in proc.stderr
+    assert "nothing was recorded or created" in proc.stderr and "to add" not in proc.stdout
 
 
 def test_init_writes_a_valid_starter_and_schema_and_never_overwrites(tmp_path) -> None:

@@ -1,11 +1,14 @@
 """The same org/env already in the account under names vmplane would create (here as the generated
-Terraform stack leaves them: same names, another owner's tag): `vmplane apply` fails at stepValidate,
-names the resource and its owner, and creates nothing. Inspection uses boto3 against the sandbox."""
+Terraform stack leaves them: same names, another owner's tag): `vmplane apply` is refused by stepValidate's
+checks before a job exists (exit 2), names the resource and its owner, and records and creates nothing.
+Inspection uses boto3 against the sandbox."""
 
 from __future__ import annotations
 
 import pytest
 from tests.helpers import Cli, Sandbox, write_env
+
+from vmplane.jobs.precheck import UNBORN_JOB
 
 NAME = "itest-taken"
 DOMAIN = f"{NAME}.sandbox.vmplane.test"
@@ -33,31 +36,30 @@ def _created_anything(sb: Sandbox, job_id: str) -> list[str]:
 
 
 @pytest.mark.sandbox
-def test_taken_names_fail_apply_at_stepvalidate_and_nothing_is_created(cli: Cli, sandbox: Sandbox, tmp_path) -> None:
+def test_taken_names_refuse_apply_before_any_job_and_nothing_is_created(cli: Cli, sandbox: Sandbox, tmp_path) -> None:
     env_file = write_env(tmp_path, NAME, example="web.jsonc")
     iam = sandbox.client("iam")
     iam.create_role(
         RoleName=ROLE, AssumeRolePolicyDocument="{}", Tags=[{"Key": "zop:jobId", "Value": "tf-stack-itest"}]
     )
     _record(sandbox, "CREATE")
-    job_id = None
     try:
-        failed = cli.json("apply", "-f", str(env_file), "--sandbox", "--yes", expect=1)
-        job_id = failed["id"]
-        assert failed["error"].startswith("stepValidate: "), failed["error"]
-        assert f"IAM role {ROLE} already exists and belongs to job tf-stack-itest" in failed["error"]
-        assert _created_anything(sandbox, job_id) == []
+        refused = cli.run("apply", "-f", str(env_file), "--sandbox", "--yes", "--output", "json")
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        assert refused.stdout == ""  # no job to print
+        assert f"IAM role {ROLE} already exists and belongs to job tf-stack-itest" in refused.stderr
+        assert cli.json("jobs")["jobs"] == []
+        assert _created_anything(sandbox, UNBORN_JOB) == []
 
         # The role gone, the hand-made DNS record at the domain is the next conflict, named by its field.
         iam.delete_role(RoleName=ROLE)
-        failed = cli.json("apply", "-f", str(env_file), "--sandbox", "--yes", expect=1)
-        assert failed["id"] == job_id
-        assert failed["error"].startswith("stepValidate: loadBalancer.domain: "), failed["error"]
-        assert f"A record for {DOMAIN} that this job did not write" in failed["error"]
-        assert _created_anything(sandbox, job_id) == []
+        refused = cli.run("apply", "-f", str(env_file), "--sandbox", "--yes")
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        assert "loadBalancer.domain: " in refused.stderr
+        assert f"A record for {DOMAIN} that this job did not write" in refused.stderr
+        assert cli.json("jobs")["jobs"] == []
+        assert _created_anything(sandbox, UNBORN_JOB) == []
     finally:
         _record(sandbox, "DELETE")
         if any(r["RoleName"] == ROLE for r in iam.list_roles()["Roles"]):
             iam.delete_role(RoleName=ROLE)
-        if job_id:
-            assert cli.json("destroy", "--job", job_id, "--sandbox", "--yes")["status"] == "deleted"

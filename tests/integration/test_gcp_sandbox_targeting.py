@@ -1,15 +1,14 @@
 """`--sandbox` and `?sandbox=true` on a `gcp` file reach the Google Cloud sandbox (not moto): a spec
-whose image cannot resolve fails stepValidate with the GCP driver's own answer, recorded against the
-GCP endpoint, and nothing is created in the sandbox project."""
+whose image cannot resolve is refused with the GCP driver's own answer, asked of the GCP endpoint
+before any job exists (exit 2, HTTP 422), and nothing is recorded or created in the sandbox project."""
 
 from __future__ import annotations
 
-import json
 import uuid
 from typing import Any
 
 from tests.helpers import Cli, Sandbox, write_env
-from tests.integration.test_api import Api, api, spec_doc, wait  # noqa: F401 (api is a fixture)
+from tests.integration.test_api import Api, api, spec_doc  # noqa: F401 (api is a fixture)
 
 BAD_IMAGE = "projects/no-such-images/global/images/nope"
 
@@ -28,18 +27,18 @@ def compute_state(sandbox: Sandbox, project: str) -> Any:
 def test_cli_sandbox_on_a_gcp_file_runs_against_the_gcp_sandbox(cli: Cli, sandbox: Sandbox, tmp_path) -> None:
     project = f"target-{uuid.uuid4().hex[:8]}"
     env = write_env(tmp_path, "gcp-target", example="gcp-fixed.jsonc", **gcp_overrides(project))
-    proc = cli.run("apply", "-f", str(env), "--sandbox", "--yes", "--output", "json")
-    assert proc.returncode == 1, proc.stderr
-    job = json.loads(proc.stdout)
-    assert job["status"] == "failed"
-    first = job["steps"][0]
-    assert first["name"] == "stepValidate" and first["status"] == "failed"
-    assert "pools.web.image" in job["error"] and "no-such-images" in job["error"]
-    status = cli.run("status", "-f", str(env))
-    assert f"sandbox at {sandbox.gcp_endpoint}" in " ".join(status.stdout.split()), status.stdout
-    assert not compute_state(sandbox, project)  # stepValidate creates nothing
+    for args in (("apply", "-f", str(env), "--sandbox", "--yes"), ("plan", "-f", str(env), "--sandbox")):
+        proc = cli.run(*args, "--output", "json")
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert proc.stdout == ""
+        said = " ".join(proc.stderr.split())
+        assert f"sandbox at {sandbox.gcp_endpoint}" in said, said  # asked of the GCP sandbox, not moto
+        assert "pools.web.image" in said and "no-such-images" in said
+    assert cli.json("jobs")["jobs"] == []
+    assert not compute_state(sandbox, project)  # the check creates nothing
 
-    plan = cli.json("plan", "-f", str(env), "--sandbox")
+    good = write_env(tmp_path, "gcp-target-ok", example="gcp-fixed.jsonc", provider=gcp_overrides(project)["provider"])
+    plan = cli.json("plan", "-f", str(good), "--sandbox")
     assert {r["type"] for r in plan["resources"]} >= {"google_compute_network", "google_service_account"}
 
 
@@ -49,8 +48,8 @@ def test_api_sandbox_true_on_a_gcp_spec_runs_against_the_gcp_sandbox(api: Api, s
     doc.update(gcp_overrides(project))
     c = api.client()
     r = c.post("/provisioning-jobs", params={"sandbox": "true"}, json=doc)
-    assert r.status_code == 201, r.text
-    job = wait(c, r.json()["id"], "succeeded", "failed")
-    assert job["status"] == "failed"
-    assert "pools.web.image" in job["error"] and "no-such-images" in job["error"]
+    assert r.status_code == 422, r.text
+    detail = r.json()["detail"]["message"]
+    assert "pools.web.image" in detail and "no-such-images" in detail
+    assert all(j["env"] != "gcp-api-target" for j in c.get("/provisioning-jobs").json()["items"])
     assert not compute_state(sandbox, project)

@@ -1,7 +1,8 @@
 """What a Proxmox file cannot ask for, refused through the real CLI before anything is made on the
-cluster: an `asg` pool (Proxmox VE has no cloud autoscaler: the driver's capabilities refuse it before a
-job exists), a `loadBalancer` block (no load balancer either; refused when the file loads, so the cluster
-is not even asked), and a missing API token."""
+cluster: an `asg` pool (Proxmox VE has no cloud autoscaler: the driver's capabilities refuse it in
+`validate`, with no cluster or token, and before a job exists), a `loadBalancer` block (no load balancer
+either; refused when the file loads, so the cluster is not even asked), a template the cluster does not
+have (stepValidate's read-only check, run before the job exists), and a missing API token."""
 
 from __future__ import annotations
 
@@ -46,6 +47,32 @@ def test_an_asg_pool_exits_2_naming_its_mode_before_any_job_or_request(quiet: Se
     assert listed.returncode == 0 and json.loads(listed.stdout)["jobs"] == [], listed.stdout  # no job recorded
     plan = pve_cli(tmp_path).run("plan", "-f", str(env_file))
     assert plan.returncode == 2 and "pools.web.mode" in plan.stderr, plan.stderr
+    assert "to add" not in plan.stdout, plan.stdout
+
+
+def test_validate_refuses_an_asg_pool_at_its_line_with_no_token_or_cluster(quiet: Serving, tmp_path: Path) -> None:
+    env_file = write_pve_env(tmp_path, quiet, "pvr-asg-validate", pools=ASG)
+    proc = pve_cli(tmp_path, token=False).run("validate", "-f", str(env_file))
+    assert proc.returncode == 2, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    line = next(n for n, text in enumerate(env_file.read_text().splitlines(), 1) if '"mode": "asg"' in text)
+    assert f"{env_file}:{line}:" in proc.stderr and "pools.web.mode: Proxmox VE has no cloud autoscaler" in proc.stderr
+    assert "valid (" not in proc.stdout
+    assert quiet.run(lambda: list(quiet.pve.requests)) == []  # validate never asks the cluster
+    good = pve_cli(tmp_path, token=False).run("validate", "-f", str(write_pve_env(tmp_path, quiet, "pvr-ok")))
+    assert good.returncode == 0 and "valid (pvr-ok, 1 pool)" in good.stdout, good.stderr
+
+
+def test_a_missing_template_is_refused_by_plan_and_apply_before_any_job(quiet: Serving, tmp_path: Path) -> None:
+    pools = {"web": {"mode": "fixed", "size": 1, "template": "no-such-template"}}
+    env_file = write_pve_env(tmp_path, quiet, "pvr-tpl", pools=pools)
+    cli = pve_cli(tmp_path)
+    for args in (("plan", "-f", str(env_file)), ("apply", "-f", str(env_file), "--yes")):
+        proc = cli.run(*args)
+        assert proc.returncode == 2, f"{args[0]}: exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+        assert "pools.web.template: no VM no-such-template in the cluster" in proc.stderr, proc.stderr
+        assert "nothing was recorded" in proc.stderr and "to add" not in proc.stdout
+    assert json.loads(cli.run("jobs", "--output", "json").stdout)["jobs"] == []
+    assert mutating(quiet) == []  # the check only read the cluster
 
 
 def test_a_load_balancer_is_refused_when_the_file_loads(quiet: Serving, tmp_path: Path) -> None:
@@ -64,12 +91,10 @@ def test_a_missing_token_names_the_variable_and_creates_nothing(quiet: Serving, 
     said = out + err
     assert "PROXMOX_TOKEN_ID" in said and "PROXMOX_TOKEN_SECRET" in said, said
     assert mutating(quiet) == []
-    if out.strip():  # a job was recorded: it failed in stepValidate, before any other step ran
-        job = json.loads(out)
-        assert job["status"] == "failed" and job["steps"][0]["name"] == "stepValidate"
-        assert all(s["status"] == "pending" for s in job["steps"][1:])
+    # The read-only check runs before the job: a cluster vmplane cannot talk to leaves no record.
+    assert out.strip() == "", out
+    assert json.loads(pve_cli(tmp_path).run("jobs", "--output", "json").stdout)["jobs"] == []
     assert TOKEN_SECRET not in said
-    # With the token set, the record it left is destroyed cleanly: nothing to delete, nothing made.
     gone = pve_cli(tmp_path).json("destroy", "-f", str(env_file), "--yes")
-    assert gone["status"] == ("deleted" if out.strip() else "absent"), gone
+    assert gone["status"] == "absent", gone
     assert mutating(quiet) == []

@@ -110,3 +110,25 @@ def test_preflight_skips_zones_for_an_existing_vpc(aws, spec):
     preflight.preflight(aws, ctx)
     assert ctx.infra.Zones == []  # taken from the subnets by stepCreateNetwork instead
     assert "web" in aws_ids(ctx.infra).Images
+
+
+def test_an_instance_type_of_another_cloud_names_its_pool_and_the_region(aws, spec):
+    # A Google Cloud machine type: the offerings list has no entry, so the pool's field is named (not
+    # describe_instance_types' batch refusal "[e2-small] do not exist", which named no field).
+    ctx = make_ctx(variant(spec, pools={"web": {"instanceType": "e2-small"}}))
+    with pytest.raises(InvalidRequestError) as caught:
+        preflight.preflight(aws, ctx)
+    assert str(caught.value).startswith("pools.web.instanceType: e2-small is not offered in us-east-1's zones")
+    assert ctx.save.calls == 0
+
+
+def test_a_type_missing_from_a_zone_the_network_uses_is_refused(aws, spec):
+    # moto's us-east-1e offers no t3 types (as AWS's oldest zone there): five zones take it in.
+    offered = aws.ec2.describe_instance_type_offerings(
+        LocationType="availability-zone", Filters=[{"Name": "instance-type", "Values": ["t3.small"]}]
+    )["InstanceTypeOfferings"]
+    assert "us-east-1e" not in {o["Location"] for o in offered}
+    ctx = make_ctx(variant(spec, network={"zones": 5}))
+    with pytest.raises(InvalidRequestError, match=r"^pools\.web\.instanceType: t3\.small is not offered in us-east-1e"):
+        preflight.preflight(aws, ctx)
+    preflight.preflight(aws, make_ctx(variant(spec, network={"zones": 4})))  # a-d all offer it

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
+from vmplane.api import actions
+from vmplane.jobs import precheck
 from vmplane.jobs import service as jobs
 from vmplane.jobs.service import JobStatus
 from vmplane.jobs.tokens import Role, issue_token, revoke_token
@@ -23,7 +25,16 @@ WEB = Path(__file__).resolve().parents[2] / "examples" / "web.jsonc"
 
 
 @pytest.fixture
-def dash(tmp_path: Path) -> Dash:
+def dash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Dash:
+    """No cloud and no sandbox run here: these tests are about the wizard's pages and records. So the
+    cloud's answer to stepValidate's checks (jobs/precheck.py, which for a new job asks the sandbox, or the
+    real account when `sandbox` is unchecked) is "no objection", and the sandbox's address is given without
+    starting it. What the precheck refuses is tested against the sandbox (tests/integration/
+    test_refused_before_job.py) and shown here by `refusing`."""
+    monkeypatch.setattr(precheck, "problems", lambda *_a: [])
+    monkeypatch.setattr(
+        actions, "sandbox_endpoint", lambda settings, cloud: f"http://127.0.0.1:{settings.sandbox_port}"
+    )
     return make_dash(tmp_path)
 
 
@@ -106,6 +117,21 @@ def test_the_wizard_plans_and_costs_the_web_example_then_applies_it(dash: Dash) 
     assert listed.one(data_field="status").text == "pending" and listed.find_all("a", href=f"/ui/jobs/{job_id}")
     assert not Page(c.get("/ui/jobs?status=succeeded").text).find_all("tr", data_job_id=job_id)
     assert Page(c.get("/ui/jobs").text).one("table", id="jobs").attrs["hx-trigger"] == "every 5s"  # a job runs
+
+
+def test_what_the_cloud_would_refuse_is_shown_at_its_field_and_records_nothing(
+    dash: Dash, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    said = "pools.web.instanceType: e2-small [x] is not offered in us-east-1's zones"
+    monkeypatch.setattr(precheck, "problems", lambda *_a: [said])
+    c = dash.sign_in(dash.token(role=Role.operator))
+    text = WEB.read_text()
+    r = check(c, text)
+    assert r.status_code == 422
+    (error,) = [li.text for li in Page(r.text).one("ul", id="errors").find_all("li")]
+    line = next(n for n, row in enumerate(text.splitlines(), 1) if '"instanceType"' in row)
+    assert error.startswith(f"{line}:") and "e2-small [x] is not offered" in error, error
+    assert not Page(r.text).find_all("form", id="apply") and job_count(dash) == 0
 
 
 def test_the_job_page_shows_vms_lb_outdated_cost_and_the_actions_the_role_allows(dash: Dash) -> None:
@@ -293,3 +319,17 @@ def test_a_revoked_token_ends_the_event_stream(dash: Dash) -> None:
                 assert json.loads(line[6:]) == {"status": "signed-out"}
                 break
     assert events == ["job", "end"]
+
+
+def test_destroying_a_job_that_created_nothing_forgets_it_and_starts_no_teardown(dash: Dash) -> None:
+    admin = dash.sign_in(dash.token())
+    job_id = apply(dash, admin, WEB.read_text())
+    with transaction(dash.settings.db_url) as s:  # as stepValidate's refusal leaves it
+        jobs.update_step(s, job_id, "stepValidate", status=jobs.StepStatus.failed, error="refused")
+        jobs.set_status(s, job_id, JobStatus.failed, "stepValidate: refused")
+    confirm = Page(admin.get(f"/ui/jobs/{job_id}/actions/destroy").text)
+    data = {"csrf": confirm.csrf("confirm"), "version": confirm.one("input", name="version").attrs["value"]}
+    assert admin.post(f"/ui/jobs/{job_id}/actions/destroy", data=data, follow_redirects=False).status_code == 303
+    with transaction(dash.settings.db_url) as s:
+        row = jobs.get_row(s, job_id)
+        assert (row.status, row.teardown_steps) == ("deleted", [])  # no teardown was recorded to run

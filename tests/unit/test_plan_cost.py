@@ -47,6 +47,16 @@ def target(spec) -> Target:
     return Target.for_spec(spec, "http://127.0.0.1:1")
 
 
+@pytest.fixture
+def no_objection(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new job's plan asks the cloud what stepValidate would refuse (jobs/precheck.py); no cloud runs
+    here and these tests are about the cost, so the answer is "nothing" (the precheck itself is tested in
+    test_precheck.py and against the sandbox)."""
+    from vmplane.jobs import precheck
+
+    monkeypatch.setattr(precheck, "problems", lambda *_a: [])
+
+
 def applied(settings, spec, target):
     with db.transaction(settings.db_url) as s:
         row = svc.create_job(s, spec, target, provision_steps(spec))
@@ -60,7 +70,7 @@ def text_of(plan) -> str:
     return con.export_text()
 
 
-def test_a_new_environment_shows_its_monthly_estimate(settings, spec, target) -> None:
+def test_a_new_environment_shows_its_monthly_estimate(settings, spec, target, no_objection) -> None:
     ap = ops.plan_apply(settings, spec, target)
     cost = ap.to_json()["cost"]
     assert cost["after"] == {"total": FIXED_TOTAL, "scheduledTotal": None, "savingPercent": None}
@@ -100,7 +110,9 @@ def test_an_added_schedule_saves_a_negative_scheduled_delta(settings, spec, targ
     assert f"with the schedules ~ {FIXED_TOTAL - saving:.2f} (-{saving:.2f})" in text_of(ap.plan)
 
 
-def test_teardown_shows_what_stops_being_billed_and_missing_prices_are_named(settings, spec, target) -> None:
+def test_teardown_shows_what_stops_being_billed_and_missing_prices_are_named(
+    settings, spec, target, no_objection
+) -> None:
     plan = ops.plan_destroy(settings, applied(settings, spec, target))
     assert plan.to_json()["cost"]["delta"]["total"] == -FIXED_TOTAL
     odd = variant(spec, name="odd", pools={"web": {"instanceType": "x9.huge"}})

@@ -2,7 +2,7 @@
 
 `plan_vm_op` turns one typed vmOp body into the operation planner's answer and the impact it reports;
 `create` records a new environment's job (the sandbox flag honoured as in `POST /provisioning-jobs`),
-`destroy` its teardown as `DELETE` does.
+`destroy` its teardown as `DELETE` does (or forgets a job that created nothing).
 None starts a workflow: the caller does, after the commit.
 """
 
@@ -13,6 +13,7 @@ from vmplane.envspec.base import Cloud
 from vmplane.envspec.impact import CONSEQUENCE, Impact
 from vmplane.envspec.models import EnvSpec
 from vmplane.jobs import operations
+from vmplane.jobs.forget import forget, forgettable
 from vmplane.jobs.operations import Decision, OperationPlan
 from vmplane.jobs.service import JobConflictError, JobStatus, JobView
 from vmplane.settings import Settings
@@ -52,12 +53,17 @@ def create(settings: Settings, spec: EnvSpec, *, sandbox: bool) -> str:
     return operations.create_or_update_job(settings, spec, target, ap)
 
 
-def destroy(settings: Settings, job: JobView, expected_version: int | None = None) -> None:
-    """Record the job's teardown (the caller starts it); a job already being or been destroyed is a
-    conflict, as is one whose workflow still runs."""
+def destroy(settings: Settings, job: JobView, expected_version: int | None = None) -> bool:
+    """Record the job's teardown (the caller starts it, unless this returns True: the job created nothing
+    in the cloud, so it is forgotten at once, `deleted` with no cloud call). A job already being or been
+    destroyed is a conflict, as is one whose workflow still runs."""
     if job.status in (JobStatus.deleting, JobStatus.deleted):
         raise JobConflictError(f"job {job.id} is already {job.status.value}")
+    if forgettable(job):
+        forget(settings, job, expected_version)
+        return True
     operations.begin_destroy(settings, job.id, expected_version)
+    return False
 
 
 def sandbox_endpoint(settings: Settings, cloud: Cloud) -> str:

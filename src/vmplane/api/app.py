@@ -58,6 +58,7 @@ _ERRORS = {
     409: "The job's state forbids this now, or the environment already has a job.",
     412: "`If-Match` does not name the job's current version (ETag).",
     422: "The body or a query parameter is invalid, or the change cannot be made in place.",
+    502: "The cloud could not be asked (unreachable, or it refused vmplane's credentials); nothing was recorded.",
 }
 
 
@@ -194,12 +195,15 @@ def create_app(settings: Settings, *, run_workflows: bool = True) -> FastAPI:
         JOBS,
         status_code=201,
         tags=["jobs"],
-        responses=errors(409, 422),
+        responses=errors(409, 422, 502),
         description=(
             "Create an environment's provisioning job and start it. A spec that matches the schema can still "
             "be refused with 422, naming each field, when fields contradict each other (a pool's min above "
-            "its desired or max, an existing VPC without its private subnets, the chosen cloud's own rules): "
-            "JSON Schema cannot state those."
+            "its desired or max, an existing VPC without its private subnets, the chosen cloud's own rules) "
+            "or when the cloud would refuse it at stepValidate (an instance type not offered in the region's "
+            "zones, an image that does not resolve, no DNS zone for the domain): JSON Schema cannot state "
+            "those. Those cloud checks only read; 502 when the cloud cannot be asked. Nothing is recorded "
+            "for either."
         ),
     )
     def create_job(
@@ -214,7 +218,10 @@ def create_app(settings: Settings, *, run_workflows: bool = True) -> FastAPI:
         if spec.org != who.org:
             raise _problem(403, f"the token is for org {who.org}; the spec's org is {spec.org}")
         with _domain_errors():
-            job_id = actions.create(settings, spec, sandbox=sandbox)
+            try:
+                job_id = actions.create(settings, spec, sandbox=sandbox)
+            except CloudError as err:  # the precheck could not ask the cloud: the request is not at fault
+                raise _problem(502, f"the cloud could not be asked; nothing was recorded: {err}") from None
         start(job_id, Phase.provision)
         job = load(job_id, who)
         response = _job_response(job, 201)
@@ -276,7 +283,15 @@ def create_app(settings: Settings, *, run_workflows: bool = True) -> FastAPI:
         start(job.id, Phase.operation)
         return _job_response(load(job.id, who), 202, operation=record.dump(), impact=changes)
 
-    @app.delete(JOBS + "/{job_id}", status_code=202, tags=["jobs"], responses=errors(404, 409, 412))
+    @app.delete(
+        JOBS + "/{job_id}",
+        status_code=202,
+        tags=["jobs"],
+        responses={
+            200: {"description": "The job created nothing in the cloud: it is `deleted` now, with no cloud call."},
+            **errors(404, 409, 412),
+        },
+    )
     def delete_job(
         job_id: str,
         who: Annotated[Caller, Depends(needs(Role.admin))],
@@ -285,7 +300,9 @@ def create_app(settings: Settings, *, run_workflows: bool = True) -> FastAPI:
         expected = _parse_if_match(if_match)
         job = load(job_id, who)
         with _domain_errors(if_match=expected is not None):
-            actions.destroy(settings, job, expected)
+            forgotten = actions.destroy(settings, job, expected)
+        if forgotten:
+            return _job_response(load(job_id, who), 200)
         start(job_id, Phase.teardown)
         return _job_response(load(job_id, who), 202)
 

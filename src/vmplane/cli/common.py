@@ -81,9 +81,19 @@ def begin(output: str) -> Cmd:
 
 
 def print_error(message: str) -> None:
+    """`message` is shown as written: a `[e2-small]` in it is text, not Rich markup."""
     from rich.console import Console
+    from rich.markup import escape
 
-    Console(stderr=True, highlight=False).print(f"[red]error:[/] {message}", soft_wrap=True)
+    Console(stderr=True, highlight=False).print(f"[red]error:[/] {escape(message)}", soft_wrap=True)
+
+
+def say_on_stderr(message: str) -> None:
+    """Progress of a long step, on stderr (stdout may carry --output json)."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    Console(stderr=True, highlight=False).print(f"[dim]{escape(message)}[/]", soft_wrap=True)
 
 
 @contextmanager

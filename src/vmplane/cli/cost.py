@@ -37,6 +37,7 @@ def cost(
 
 def _show(con: object, name: str, data: dict[str, object]) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     assert isinstance(con, Console)
@@ -65,7 +66,7 @@ def _show(con: object, name: str, data: dict[str, object]) -> None:
     missing = data["missing"]
     assert isinstance(missing, list)
     for m in missing:
-        con.print(f"[yellow]missing price[/]: {m} (not counted: the total is incomplete)")
+        con.print(f"[yellow]missing price[/]: {escape(str(m))} (not counted: the total is incomplete)")
     con.print("assumptions:")
     assumptions = data["assumptions"]
     assert isinstance(assumptions, dict)

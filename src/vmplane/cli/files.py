@@ -1,5 +1,5 @@
-"""Commands on the environment file alone: init, schema, validate, and plan (which reads vmplane's
-records but never starts the sandbox or calls the cloud)."""
+"""Commands on the environment file alone: init, schema, validate (no cloud, no credentials), and plan
+(which reads vmplane's records and, for a new job, the cloud's answers to stepValidate's read-only checks)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from vmplane.cli.common import (
     begin,
     load,
     print_json,
-    sandbox_endpoint,
+    say_on_stderr,
+    target,
 )
 from vmplane.errors import UsageError
 
@@ -68,9 +69,15 @@ def schema(
 
 
 def validate(file: FileOpt = DEFAULT_FILE, output: OutputOpt = "text") -> None:
-    """Check an environment file; print every error as FILE:LINE:COL: path: message."""
+    """Check an environment file, and that its cloud's driver can run what it asks (an `asg` pool or a load
+    balancer on Proxmox VE is not); print every error as FILE:LINE:COL: path: message. Reads no
+    credentials and calls no cloud: `plan` runs the checks that read the cloud."""
+    from vmplane.jobs.precheck import positioned, static_problems
+
     cmd = begin(output)
     spec = load(file)
+    if problems := static_problems(spec):
+        raise positioned(file, problems)
     if cmd.json:
         print_json({"file": str(file), "valid": True, "name": spec.name, "org": spec.org})
     else:
@@ -79,17 +86,18 @@ def validate(file: FileOpt = DEFAULT_FILE, output: OutputOpt = "text") -> None:
 
 def plan(file: FileOpt = DEFAULT_FILE, sandbox: SandboxOpt = False, output: OutputOpt = "text") -> None:
     """Show the steps and resources `apply` would run and create, or for an applied environment each
-    changed field with its impact (runtime, vm, cloud, identity) and what applying it does."""
+    changed field with its impact (runtime, vm, cloud, identity) and what applying it does. Exits 2,
+    with the reasons, when `apply` would be refused: for a new job that includes what the cloud would
+    refuse at stepValidate (read-only calls: the instance type in the zones, images, DNS zone, templates)."""
     from vmplane.cli.render import show_changes, show_plan
     from vmplane.jobs import operations
     from vmplane.jobs.operations import Decision
-    from vmplane.target import Target
 
     cmd = begin(output)
     spec = load(file)
-    # Planning reads vmplane's records only; it neither starts the sandbox nor calls the cloud.
-    endpoint = sandbox_endpoint(spec.provider.cloud) if sandbox else None
-    ap = operations.plan_apply(cmd.settings, spec, Target.for_spec(spec, endpoint))
+    # The cloud's read-only checks need the sandbox running, as `apply` does; it creates nothing.
+    where = target(spec, sandbox, cmd.con)
+    ap = operations.plan_apply(cmd.settings, spec, where, say=say_on_stderr)
     if cmd.json:
         print_json(ap.to_json())
     else:

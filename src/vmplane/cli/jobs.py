@@ -23,6 +23,7 @@ from vmplane.cli.common import (
     ensure_sandbox,
     load,
     print_json,
+    say_on_stderr,
     target,
 )
 from vmplane.cli.running import finish, finish_operation, run_job
@@ -44,7 +45,7 @@ def apply(
     con, settings = cmd.con, cmd.settings
     spec = load(file)
     where = target(spec, sandbox, con)
-    ap = operations.plan_apply(settings, spec, where)
+    ap = operations.plan_apply(settings, spec, where, say=say_on_stderr)
     if ap.decision is Decision.no_changes:
         assert ap.job is not None
         con.print("No changes. The environment matches the file.")
@@ -84,6 +85,8 @@ def destroy(
     """Tear the environment down, dependents first, leaving nothing tagged with its job."""
     from vmplane.cli.render import show_plan
     from vmplane.jobs import listings, operations
+    from vmplane.jobs.forget import forget as forget_job
+    from vmplane.jobs.forget import forgettable
     from vmplane.jobs.service import Phase
 
     cmd = begin(output)
@@ -92,13 +95,16 @@ def destroy(
         raise UsageError("give exactly one of --file or --job")
     if job_ref is None:
         spec = load(file or DEFAULT_FILE)
-        found = operations.current_job_for(settings, spec)
-        if found is None:
+        # The sandbox and a real account are two targets: --sandbox picks the sandbox's job, else the real one.
+        found = operations.current_job_for(settings, spec, sandbox)
+        other = operations.current_job_for(settings, spec, not sandbox) if found is None else None
+        if found is None and other is None:
             con.print(f"Nothing to destroy: {spec.org}/{spec.name} has no job.")
             if cmd.json:
                 print_json({"env": spec.name, "org": spec.org, "status": "absent"})
             raise typer.Exit(EXIT_OK)
-        job = found
+        job = found or other
+        assert job is not None
     else:
         job = listings.find_job(settings, job_ref)
     if job.status.value == "deleted":
@@ -109,6 +115,9 @@ def destroy(
     if job.target.sandbox != sandbox and job_ref is None:
         where = "the sandbox" if job.target.sandbox else "a real cloud account"
         raise UsageError(f"job {job.id} lives on {where}; {'add' if job.target.sandbox else 'drop'} --sandbox")
+    if forgettable(job):  # nothing in the cloud to delete: no credentials needed, no cloud call
+        con.print(f"{job.id} created nothing in the cloud; its record is removed (as `vmplane forget`).")
+        finish(cmd, forget_job(settings, job), "deleted")
     if job.target.sandbox:
         ensure_sandbox(con)
     show_plan(con, operations.plan_destroy(settings, job))
@@ -116,6 +125,31 @@ def destroy(
     operations.begin_destroy(settings, job.id)
     con.print(f"\njob [bold]{job.id}[/] teardown")
     finish(cmd, run_job(cmd, job.id, Phase.teardown), "deleted")
+
+
+def forget(
+    job_ref: Annotated[str, typer.Argument(help="Job id or environment name.")],
+    yes: YesOpt = False,
+    output: OutputOpt = "text",
+) -> None:
+    """Remove the record of a job that created nothing in the cloud (e.g. refused at stepValidate), with no
+    cloud call and no credentials; it ends `deleted`. A job that may hold resources is refused: destroy it."""
+    from vmplane.jobs import listings
+    from vmplane.jobs.forget import forget as forget_job
+    from vmplane.jobs.forget import holdings
+
+    cmd = begin(output)
+    job = listings.find_job(cmd.settings, job_ref)
+    if job.status.value == "deleted":
+        cmd.con.print(f"{job.id} is already deleted.")
+        finish(cmd, job, "deleted")
+    if held := holdings(job):
+        raise UsageError(
+            f"job {job.id} may hold cloud resources, so its record stays: {'; '.join(held)}; "
+            f"`vmplane destroy --job {job.id}` deletes them"
+        )
+    confirm(cmd.con, f"Forget {job.org}/{job.env} ({job.id}, {job.status.value}, nothing created)?", yes)
+    finish(cmd, forget_job(cmd.settings, job), "deleted")
 
 
 def resume(
@@ -149,6 +183,13 @@ def status(
         Path | None,
         typer.Option("--file", "-f", help="The environment file (default without JOB: ./vmplane.env.jsonc)."),
     ] = None,
+    sandbox: Annotated[
+        bool | None,
+        typer.Option(
+            "--sandbox/--real",
+            help="With a file: the job on the sandbox, or on the real cloud (default: the only one there is).",
+        ),
+    ] = None,
     output: OutputOpt = "text",
 ) -> None:
     """Show a job: status, steps, VMs (reads vmplane's records; calls no cloud)."""
@@ -162,9 +203,10 @@ def status(
 
         path = file or DEFAULT_FILE
         spec = load(path)
-        found = operations.current_job_for(cmd.settings, spec)
+        found = operations.current_job_for(cmd.settings, spec, sandbox)
         if found is None:
-            raise UsageError(f"{spec.org}/{spec.name} has no job (vmplane apply -f {path})")
+            where = "" if sandbox is None else " on the sandbox" if sandbox else " on a real cloud"
+            raise UsageError(f"{spec.org}/{spec.name} has no job{where} (vmplane apply -f {path})")
         job = found
     if cmd.json:
         from vmplane.jobs.poolstate import pool_states

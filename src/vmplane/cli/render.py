@@ -52,9 +52,9 @@ def show_changes(con: Console, changes: list[Change], refusals: list[str]) -> No
             continue
         con.print(f"[{IMPACT_STYLE[impact.value]}]{impact.value}[/]: {CONSEQUENCE[impact]}")
         for c in group:
-            con.print(f"  ~ {c.path}: {_short(c.old)} -> {_short(c.new)}", soft_wrap=True)
+            con.print(escape(f"  ~ {c.path}: {_short(c.old)} -> {_short(c.new)}"), soft_wrap=True)
     for r in refusals:
-        con.print(f"[red]refused:[/] {r}", soft_wrap=True)
+        con.print(f"[red]refused:[/] {escape(r)}", soft_wrap=True)
 
 
 def _short(value: Any) -> str:
@@ -65,12 +65,12 @@ def _short(value: Any) -> str:
 def show_plan(con: Console, plan: Plan) -> None:
     if plan.kind != "none":
         verb = PLAN_VERBS.get(plan.kind, plan.kind)
-        con.print(f"vmplane will {verb} [bold]{plan.env}[/] on {plan.target} in {len(plan.steps)} steps:")
+        con.print(f"vmplane will {verb} [bold]{plan.env}[/] on {escape(plan.target)} in {len(plan.steps)} steps:")
         con.print("  " + " → ".join(plan.steps))
     for note in plan.notes:
-        con.print(f"[dim]note:[/] {note}")
+        con.print(f"[dim]note:[/] {escape(note)}", soft_wrap=True)
     show_resources(con, plan)
-    con.print(f"\n[bold]{plan.summary}[/]")
+    con.print(f"\n[bold]{escape(plan.summary)}[/]")
     show_cost(con, plan.cost)
 
 
@@ -108,7 +108,7 @@ def show_cost(con: Console, cost: dict[str, Any] | None) -> None:
             text += f" ({_signed(delta['scheduledTotal'])})"
     con.print(text + " [dim](list prices; `vmplane cost` shows each line and assumption)[/]", soft_wrap=True)
     for m in cost["missing"]:
-        con.print(f"  [yellow]missing price:[/] {m} (not counted: the estimate is incomplete)", soft_wrap=True)
+        con.print(f"  [yellow]missing price:[/] {escape(m)} (not counted: the estimate is incomplete)", soft_wrap=True)
 
 
 class StepPrinter:
@@ -134,9 +134,9 @@ class StepPrinter:
             elif step.status in (StepStatus.succeeded, StepStatus.failed, StepStatus.skipped):
                 self.con.print(f"  [{i}/{total}] {STEP_MARK[step.status]} {step.name} {_timing(step)}")
                 for line in step.log:
-                    self.con.print(f"          [dim]{line}[/]", soft_wrap=True)
+                    self.con.print(f"          [dim]{escape(line)}[/]", soft_wrap=True)
                 if step.error:
-                    self.con.print(f"          [red]{step.error}[/]", soft_wrap=True)
+                    self.con.print(f"          [red]{escape(step.error)}[/]", soft_wrap=True)
 
 
 def _timing(step: StepRecord) -> str:
@@ -155,16 +155,17 @@ def _show_pool_power(con: Console, job: JobView) -> None:
 
     for name, state in pool_states(job).items():
         if state["reason"]:
-            con.print(f"  [yellow]stopped:[/] {state['reason']}", soft_wrap=True)
+            con.print(f"  [yellow]stopped:[/] {escape(state['reason'])}", soft_wrap=True)
         elif state["schedule"]:
             con.print(f"  pool {name}: schedule {state['schedule']}, running; next: {state['nextChange']}")
 
 
 def show_job(con: Console, job: JobView) -> None:
     infra = job.infra
-    con.print(f"[bold]{job.id}[/]  {job.org}/{job.env}  status [bold]{job.status.value}[/]  on {job.target.describe()}")
+    where = escape(job.target.describe())
+    con.print(f"[bold]{job.id}[/]  {job.org}/{job.env}  status [bold]{job.status.value}[/]  on {where}")
     if job.error:
-        con.print(f"  [red]error:[/] {job.error}", soft_wrap=True)
+        con.print(f"  [red]error:[/] {escape(job.error)}", soft_wrap=True)
     est = job.config.get("costEstimate")
     if est:
         monthly, cur = est["monthly"], est["currency"]
@@ -178,11 +179,11 @@ def show_job(con: Console, job: JobView) -> None:
             con.print(f"  {label}: " + "  ".join(f"{STEP_MARK[s.status]} {s.name}" for s in steps))
     op = job.operation
     if op is not None:
-        con.print(f"  last operation: {op.kind} {op.params or ''} [bold]{op.status.value}[/] ({op.id})")
+        con.print(f"  last operation: {op.kind} {escape(str(op.params or ''))} [bold]{op.status.value}[/] ({op.id})")
         if op.error:
-            con.print(f"    [red]{op.error}[/]", soft_wrap=True)
+            con.print(f"    [red]{escape(op.error)}[/]", soft_wrap=True)
         for note in op.notes:
-            con.print(f"    [yellow]note:[/] {note}", soft_wrap=True)
+            con.print(f"    [yellow]note:[/] {escape(note)}", soft_wrap=True)
     if infra.VMs:
         outdated = {v.Name for v in infra.outdated_vms()}
         t = Table(box=None, pad_edge=False)

@@ -43,8 +43,10 @@ def finish(cmd: Cmd, job: JobView, ok_status: str) -> NoReturn:
 
 
 def finish_operation(cmd: Cmd, job: JobView) -> NoReturn:
+    from rich.markup import escape
+
     op = job.operation
     if op is not None and not cmd.json:
         for note in op.notes:
-            cmd.con.print(f"[yellow]note:[/] {note}", soft_wrap=True)
+            cmd.con.print(f"[yellow]note:[/] {escape(note)}", soft_wrap=True)
     finish(cmd, job, "succeeded")

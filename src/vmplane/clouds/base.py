@@ -18,7 +18,14 @@ from typing import Any, ClassVar
 
 from vmplane.bootstrap.cloudinit import check_user_data_size, render_user_data
 from vmplane.bootstrap.runtime import render_push_script
-from vmplane.clouds.errors import DeadlineExceededError, UnsupportedError
+from vmplane.clouds.errors import (
+    ConflictError,
+    DeadlineExceededError,
+    InvalidRequestError,
+    NotFoundError,
+    QuotaError,
+    UnsupportedError,
+)
 from vmplane.clouds.steps import DEFAULT_DEPENDS
 from vmplane.envspec.models import CertSource, Cloud, EnvSpec, ExecMode
 from vmplane.state import InfraConfig, VMRecord, VMState
@@ -205,12 +212,25 @@ class CloudDriver(abc.ABC):
     # ---- provisioning ----
     def validate(self, spec: EnvSpec) -> list[str]:
         """What `spec` asks that this driver cannot do, each naming the field (stepValidate, before
-        any cloud call)."""
+        any cloud call; `vmplane validate` runs the same through `registry.static_problems`)."""
         return capability_problems(spec, self.capabilities, self.cloud)
 
     @abc.abstractmethod
     def preflight(self, ctx: Context) -> None:
         """stepValidate: check what the cloud must allow (images, quotas, name conflicts); create nothing."""
+
+    def precheck(self, spec: EnvSpec, job_id: str, infra: InfraConfig | None = None) -> list[str]:
+        """`preflight` before any job exists, so a request bound to fail records nothing: run on a throwaway
+        Context (a copy of `infra`, or a fresh one; `save` does nothing), it only reads the cloud. Returns
+        what the cloud refuses, each naming its field (the first one preflight meets). A failure to reach
+        or authenticate to the cloud is not a refusal of the file: it raises its CloudError."""
+        scratch = infra.model_copy(deep=True) if infra is not None else InfraConfig()
+        ctx = Context(job_id=job_id, spec=spec, infra=scratch, tagger=Tagger.for_spec(spec, job_id))
+        try:
+            self.preflight(ctx)
+        except (InvalidRequestError, ConflictError, NotFoundError, QuotaError) as err:
+            return [str(err)]
+        return []
 
     @abc.abstractmethod
     def ensure_network(self, ctx: Context) -> None: ...

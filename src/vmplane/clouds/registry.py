@@ -8,7 +8,7 @@ from functools import lru_cache
 
 from vmplane.clouds.base import CloudDriver
 from vmplane.clouds.errors import UnsupportedError
-from vmplane.envspec.models import Cloud
+from vmplane.envspec.models import Cloud, EnvSpec
 from vmplane.target import Target
 
 
@@ -55,6 +55,28 @@ FACTORIES: dict[Cloud, Callable[[Target], CloudDriver]] = {
     Cloud.azure: _azure,
     Cloud.proxmox: _proxmox,
 }
+
+
+def static_problems(spec: EnvSpec) -> list[str]:
+    """What `spec` asks that its cloud's driver cannot do (the capability check), each naming the field,
+    with no target, credentials, network or cloud SDK import (`vmplane validate`). The driver's own
+    `validate` (plan, apply, stepValidate) checks the same and, on Google Cloud, the image references."""
+    cloud = spec.provider.cloud
+    if cloud is Cloud.aws:
+        from vmplane.clouds.aws.capabilities import static_problems as aws
+
+        return aws(spec)
+    if cloud is Cloud.gcp:
+        from vmplane.clouds.gcp.capabilities import static_problems as gcp
+
+        return gcp(spec)
+    if cloud is Cloud.proxmox:
+        from vmplane.clouds.proxmox.capabilities import static_problems as pve
+
+        return pve(spec)
+    from vmplane.clouds.azure import AzureDriver
+
+    return AzureDriver().validate(spec)  # raises ProviderInvalidError: nothing runs on Azure yet
 
 
 @lru_cache(maxsize=16)

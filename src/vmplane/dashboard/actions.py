@@ -153,7 +153,8 @@ def router(dash: Dashboard) -> APIRouter:
         version = _int(form, "version") if str(form.get("version") or "").isdigit() else None
         try:
             if action == "destroy":
-                destroy(dash.settings, job, version)
+                if destroy(dash.settings, job, version):  # created nothing: forgotten, no teardown to start
+                    return RedirectResponse(f"/ui/jobs/{job.id}", status_code=303)
                 phase = Phase.teardown
             else:
                 op, _ = plan_vm_op(job, body_for(action, form))

@@ -23,6 +23,7 @@ from vmplane.envspec.starter import render_starter
 from vmplane.errors import VmplaneError
 from vmplane.jobs import operations
 from vmplane.jobs.operations import Decision
+from vmplane.jobs.precheck import RefusedBeforeJobError, issues_at
 from vmplane.jobs.service import Phase
 from vmplane.jobs.tokens import Role
 from vmplane.settings import Settings
@@ -45,12 +46,6 @@ class Checked:
     conflict: str | None = None  # why it cannot be applied although it is valid (an existing job)
 
 
-def _sandbox_address(settings: Settings, cloud: Cloud) -> str:
-    """The sandbox's address for planning, without starting it (as `vmplane plan --sandbox`)."""
-    port = settings.gcp_sandbox_port if cloud is Cloud.gcp else settings.sandbox_port
-    return f"http://127.0.0.1:{port}"
-
-
 def _org_issue(text: str, spec: EnvSpec, who: Who) -> SpecIssue | None:
     """The token's org must be the file's (the API answers 403 otherwise); placed at the org's value."""
     if spec.org == who.org:
@@ -70,10 +65,13 @@ def check(settings: Settings, who: Who, text: str, filename: str, sandbox: bool)
         return Checked(text, filename, err.issues)
     if (issue := _org_issue(text, spec, who)) is not None:
         return Checked(text, filename, [issue])
-    address = _sandbox_address(settings, spec.provider.cloud) if sandbox else None
     out = Checked(text, filename, [], spec=spec, cost=estimate(spec).to_json())
     try:
+        # The plan runs stepValidate's read-only cloud checks for a new job: the sandbox must be running.
+        address = actions.sandbox_endpoint(settings, spec.provider.cloud) if sandbox else None
         ap = operations.plan_apply(settings, spec, Target.for_spec(spec, address))
+    except RefusedBeforeJobError as err:  # what the cloud refuses, at its field in the file (422)
+        return Checked(text, filename, issues_at(text, err.problems))
     except VmplaneError as err:
         out.conflict = str(err)
         return out

@@ -4,6 +4,7 @@ an update classified by impact, a refusal. Decided and recorded here; the workfl
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -16,6 +17,7 @@ from vmplane.cost.delta import plan_cost
 from vmplane.envspec.impact import CONSEQUENCE, Change, Impact, diff
 from vmplane.envspec.models import EnvSpec
 from vmplane.errors import UsageError
+from vmplane.jobs import precheck
 from vmplane.jobs import service as jobs
 from vmplane.jobs.poolsizes import scaled_notes, size_resources
 from vmplane.jobs.service import JobConflictError, JobStatus, JobView, OperationRecord, Phase
@@ -73,16 +75,18 @@ class ApplyPlan:
         }
 
 
-def plan_apply(settings: Settings, spec: EnvSpec, target: Target) -> ApplyPlan:
+def plan_apply(
+    settings: Settings, spec: EnvSpec, target: Target, *, say: Callable[[str], None] = lambda _m: None
+) -> ApplyPlan:
     with transaction(settings.db_url) as s:
-        row = jobs.find_current_job(s, spec.org, spec.name)
+        row = jobs.find_current_job(s, spec.org, spec.name, target.sandbox)  # real and sandbox: two targets
         job = jobs.view(row) if row is not None else None
     driver = driver_for(target)
     refuse_unsupported(driver, spec)
     fresh = provision_plan(driver, spec, InfraConfig(), target.describe())
     fresh.notes.extend(unpinned_notes(spec, target))
     if job is None:
-        return ApplyPlan(Decision.new, fresh, None)
+        return precheck.checked(ApplyPlan(Decision.new, fresh, None), driver, spec, target, say)
     same = job.config["spec"] == jobs.spec_json(spec) and not manifest_changes(job, spec)
     if job.status in (JobStatus.deleting, JobStatus.delete_failed):
         raise JobConflictError(
@@ -103,7 +107,7 @@ def plan_apply(settings: Settings, spec: EnvSpec, target: Target) -> ApplyPlan:
     remaining = [s.name for s in job.steps if s.status != jobs.StepStatus.succeeded]
     fresh.notes.insert(0, f"continues job {job.id} ({job.status}) at {remaining[0] if remaining else 'its end'}")
     if job.status is JobStatus.failed and not same:
-        return ApplyPlan(Decision.retry_with_changes, fresh, job)
+        return precheck.checked(ApplyPlan(Decision.retry_with_changes, fresh, job), driver, spec, target, say)
     return ApplyPlan(Decision.resume, fresh, job)
 
 

@@ -256,6 +256,9 @@ def find_job(settings: Settings, ref: str) -> JobView:
                 .limit(2)  # two are enough to know it is ambiguous
             )
             views = [job_rows.view(r) for r in s.scalars(q)]
+    if len(views) > 1 and views[0].org == views[1].org:  # the same file on a real cloud and on the sandbox
+        ids = ", ".join(f"{v.id} ({'sandbox' if v.target.sandbox else v.target.describe()})" for v in views)
+        raise JobConflictError(f"{ref} names two jobs, on a real cloud and on the sandbox ({ids}); use a job id")
     if len(views) > 1:
         raise JobConflictError(f"{ref} names environments of several orgs; use a job id")
     if not views:

@@ -17,10 +17,21 @@ from vmplane.settings import Settings
 from vmplane.store.db import transaction
 
 
-def current_job_for(settings: Settings, spec: EnvSpec) -> JobView | None:
+def current_job_for(settings: Settings, spec: EnvSpec, sandbox: bool | None = None) -> JobView | None:
+    """The file's current job on a real cloud (`sandbox=False`) or on the sandbox (`True`). `None`: the
+    only one; with one on each, which one is ambiguous (a usage error naming both)."""
     with transaction(settings.db_url) as s:
-        row = jobs.find_current_job(s, spec.org, spec.name)
-        return jobs.view(row) if row is not None else None
+        if sandbox is not None:
+            row = jobs.find_current_job(s, spec.org, spec.name, sandbox)
+            return jobs.view(row) if row is not None else None
+        rows = jobs.live_jobs(s, spec.org, spec.name)
+        if len(rows) > 1:
+            ids = ", ".join(f"{r.id} ({'sandbox' if jobs.on_sandbox(r) else 'real'})" for r in rows)
+            raise UsageError(
+                f"{spec.org}/{spec.name} has a job on a real cloud and one on the sandbox ({ids}); "
+                "pass --sandbox or --real, or give the job id"
+            )
+        return jobs.view(rows[0]) if rows else None
 
 
 @dataclass

@@ -39,6 +39,8 @@ from vmplane.store.job_rows import (
     get_row,
     list_envs,
     list_jobs,
+    live_jobs,
+    on_sandbox,
     register_env,
     save_infra,
     set_operation_status,
@@ -72,6 +74,8 @@ __all__ = [
     "get_row",
     "list_envs",
     "list_jobs",
+    "live_jobs",
+    "on_sandbox",
     "register_env",
     "replace_spec",
     "require_provisioned",
@@ -80,6 +84,7 @@ __all__ = [
     "set_status",
     "spec_json",
     "step_names",
+    "touch",
     "unregister_env",
     "update_step",
     "view",
@@ -99,7 +104,7 @@ def new_job_id() -> str:
 
 
 def create_job(session: Session, spec: EnvSpec, target: Target, step_names: list[str]) -> JobRow:
-    if (current := find_current_job(session, spec.org, spec.name)) is not None:
+    if (current := find_current_job(session, spec.org, spec.name, target.sandbox)) is not None:
         raise JobConflictError(f"environment {spec.org}/{spec.name} already has job {current.id} ({current.status})")
     row = JobRow(
         id=new_job_id(),

@@ -58,14 +58,26 @@ def get_row(session: Session, job_id: str, *, for_update: bool = False) -> JobRo
     return row
 
 
-def find_current_job(session: Session, org: str, env_name: str) -> JobRow | None:
-    """The environment's job that is not deleted yet (at most one)."""
+def on_sandbox(row: JobRow) -> bool:
+    """Whether the job runs on a sandbox (its target has the sandbox's endpoint)."""
+    return Target.model_validate(row.config["target"]).sandbox
+
+
+def live_jobs(session: Session, org: str, env_name: str) -> list[JobRow]:
+    """The environment's jobs not deleted yet, newest first: at most one per target kind (real, sandbox)."""
     stmt = (
         select(JobRow)
         .where(JobRow.org == org, JobRow.env_name == env_name, JobRow.status != JobStatus.deleted.value)
         .order_by(JobRow.created_at.desc())
     )
-    return session.scalars(stmt).first()
+    return list(session.scalars(stmt))
+
+
+def find_current_job(session: Session, org: str, env_name: str, sandbox: bool | None = None) -> JobRow | None:
+    """The environment's job that is not deleted yet on a real cloud (`sandbox=False`) or on the sandbox
+    (`True`): the two are different targets, so each has its own. `None`: the newest of either."""
+    rows = live_jobs(session, org, env_name)
+    return next((r for r in rows if sandbox is None or on_sandbox(r) is sandbox), None)
 
 
 def list_jobs(
@@ -193,9 +205,11 @@ def register_env(session: Session, row: JobRow, outputs: dict[str, Any]) -> None
     session.flush()
 
 
-def unregister_env(session: Session, org: str, name: str) -> None:
+def unregister_env(session: Session, org: str, name: str, job_id: str | None = None) -> None:
+    """Remove the inventory entry; with `job_id`, only if it is that job's (the same name's job on the
+    other target, sandbox or real, may hold it)."""
     env = session.scalars(select(EnvironmentRow).where(EnvironmentRow.org == org, EnvironmentRow.name == name)).first()
-    if env is not None:
+    if env is not None and (job_id is None or env.job_id == job_id):
         session.delete(env)
 
 

@@ -24,39 +24,25 @@ from vmplane.clouds.aws import (
 )
 from vmplane.clouds.aws import exec as aws_exec
 from vmplane.clouds.aws import plan as aws_plan
+from vmplane.clouds.aws.capabilities import CAPABILITIES
 from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.aws.session import AwsClients, AwsTarget
 from vmplane.clouds.base import (
-    Capabilities,
     CloudDriver,
     CommandResult,
     Context,
     Leftover,
     PlannedResource,
     SessionHint,
-    TagRules,
 )
 from vmplane.clouds.parallel import side_by_side
-from vmplane.clouds.tags import AWS_TAG_KEY
-from vmplane.envspec.models import CertSource, Cloud, EnvSpec, ExecMode
+from vmplane.envspec.models import Cloud, EnvSpec
 from vmplane.state import InfraConfig
-
-USER_DATA_BYTES = 16384  # EC2's limit on user-data before base64
 
 
 class AwsDriver(CloudDriver):
     cloud = Cloud.aws
-    capabilities = Capabilities(
-        pool_modes=frozenset({"fixed", "asg"}),
-        load_balancers=True,
-        cert_sources=frozenset({CertSource.AWSACM}),
-        instance_refresh=True,
-        exec_modes=frozenset({ExecMode.SSM}),
-        exec_payload_bytes=aws_exec.MAX_SCRIPT_BYTES,
-        user_data_bytes=USER_DATA_BYTES,
-        tags=TagRules(style="key_value", key_pattern=AWS_TAG_KEY, max_key=128, max_value=256),
-        schedules=True,
-    )
+    capabilities = CAPABILITIES  # clouds/aws/capabilities.py: readable without boto3 (`vmplane validate`)
 
     def __init__(self, target: AwsTarget) -> None:
         self.target = target

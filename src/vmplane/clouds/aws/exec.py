@@ -7,6 +7,7 @@ the right request to the right instances, not that cloud-init ran. vmplane says 
 
 from __future__ import annotations
 
+from vmplane.clouds.aws.capabilities import EXEC_SCRIPT_BYTES
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.base import CommandResult, CommandStatus
@@ -29,7 +30,7 @@ TERMINAL = {
 }
 # One SSM command document parameter holds at most this much script (SSM's limit is 64 KiB per
 # document parameter; vmplane keeps headroom for the JSON encoding).
-MAX_SCRIPT_BYTES = 48 * 1024
+MAX_SCRIPT_BYTES = EXEC_SCRIPT_BYTES
 BATCH = 50  # SendCommand accepts at most 50 instance ids
 
 

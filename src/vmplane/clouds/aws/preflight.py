@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import partial
 
 from vmplane.clouds.aws import conflicts
-from vmplane.clouds.aws.errors import aws_call
+from vmplane.clouds.aws.errors import aws_call, aws_errors
 from vmplane.clouds.aws.ids import PoolImage, aws_ids
 from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.base import Context
@@ -51,13 +51,14 @@ def preflight(aws: AwsClients, ctx: Context) -> None:
     infra, spec = ctx.infra, ctx.spec
     infra.Region = spec.provider.region
     infra.ExecMode = spec.exec_mode.value
-    account, zones, images, _, _ = side_by_side(
+    account, zones, images, offered, _ = side_by_side(
         lambda: aws_call(aws.sts.get_caller_identity)["Account"],
         lambda: _zones(aws, ctx) if not spec.network.existing_vpc_id else infra.Zones,
         lambda: dict(zip(spec.pools, side_by_side(*(partial(_image, aws, ctx, n) for n in spec.pools)), strict=True)),
         lambda: _check_instance_types(aws, ctx),
         lambda: conflicts.check_names(aws, ctx),  # before any step creates something under these names
     )
+    _check_offered_in_zones(ctx, offered, zones)
     aws_ids(infra).AccountID, infra.Zones, aws_ids(infra).Images = account, zones, images
     ctx.save()
     ctx.log(f"account {aws_ids(infra).AccountID}, zones {', '.join(infra.Zones)}, images resolved")
@@ -101,10 +102,28 @@ def _image(aws: AwsClients, ctx: Context, pool_name: str) -> PoolImage:
     return PoolImage(ImageID=ami, RootDeviceName=found[0].get("RootDeviceName", "/dev/xvda"))
 
 
-def _check_instance_types(aws: AwsClients, ctx: Context) -> None:
+def _check_instance_types(aws: AwsClients, ctx: Context) -> dict[str, set[str]]:
+    """Each pool's type is offered in the region and runs the pool's arch; returns type -> the zones
+    offering it. The offerings list is asked first: it names an unknown type (`e2-small`) by its pool,
+    where describe_instance_types would refuse the whole batch with no field."""
     spec = ctx.spec
-    types = {p.instance_type for p in spec.pools.values()}
-    described = aws_call(aws.ec2.describe_instance_types, InstanceTypes=sorted(types))["InstanceTypes"]
+    types = sorted({p.instance_type for p in spec.pools.values()})
+    offered: dict[str, set[str]] = {t: set() for t in types}
+    with aws_errors():
+        pages = aws.ec2.get_paginator("describe_instance_type_offerings").paginate(
+            LocationType="availability-zone", Filters=[{"Name": "instance-type", "Values": types}]
+        )
+        for page in pages:
+            for o in page["InstanceTypeOfferings"]:
+                offered.setdefault(o["InstanceType"], set()).add(o["Location"])
+    region = spec.provider.region
+    for pool_name, pool in spec.pools.items():
+        if not offered.get(pool.instance_type):
+            raise InvalidRequestError(
+                f"pools.{pool_name}.instanceType: {pool.instance_type} is not offered in {region}'s zones "
+                "(an EC2 instance type such as t3.small; `aws ec2 describe-instance-type-offerings` lists them)"
+            )
+    described = aws_call(aws.ec2.describe_instance_types, InstanceTypes=types)["InstanceTypes"]
     archs = {d["InstanceType"]: d["ProcessorInfo"]["SupportedArchitectures"] for d in described}
     for pool_name, pool in spec.pools.items():
         if pool.instance_type not in archs:
@@ -113,4 +132,16 @@ def _check_instance_types(aws: AwsClients, ctx: Context) -> None:
             raise InvalidRequestError(
                 f"pools.{pool_name}.instanceType: {pool.instance_type} does not run {pool.arch.value} "
                 f"(supports {', '.join(archs[pool.instance_type])})"
+            )
+    return offered
+
+
+def _check_offered_in_zones(ctx: Context, offered: dict[str, set[str]], zones: list[str]) -> None:
+    """A pool spreads over every zone the network uses: its type must be offered in each of them."""
+    for pool_name, pool in ctx.spec.pools.items():
+        missing = [z for z in zones if z not in offered.get(pool.instance_type, set())]
+        if missing:
+            raise InvalidRequestError(
+                f"pools.{pool_name}.instanceType: {pool.instance_type} is not offered in {', '.join(missing)}, "
+                f"a zone the network uses (offered in {', '.join(sorted(offered[pool.instance_type]))})"
             )

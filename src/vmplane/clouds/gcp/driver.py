@@ -6,14 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from vmplane.clouds.base import (
-    Capabilities,
     CloudDriver,
     CommandResult,
     Context,
     Leftover,
     PlannedResource,
     SessionHint,
-    TagRules,
 )
 from vmplane.clouds.errors import CloudError, InvalidRequestError
 from vmplane.clouds.gcp import (
@@ -29,42 +27,28 @@ from vmplane.clouds.gcp import (
     preflight,
     retag,
     rotation,
-    schedule_policy,
     schedules,
     templates,
 )
 from vmplane.clouds.gcp import exec as gcp_exec
 from vmplane.clouds.gcp import plan as gcp_plan
+from vmplane.clouds.gcp.capabilities import CAPABILITIES, static_problems
 from vmplane.clouds.gcp.ids import gcp_ids
 from vmplane.clouds.gcp.session import GcpClients, GcpTarget
-from vmplane.clouds.tags import GCP_LABEL_KEY
-from vmplane.envspec.models import CertSource, Cloud, EnvSpec, ExecMode
+from vmplane.envspec.models import Cloud, EnvSpec
 from vmplane.state import InfraConfig
-
-# Instance metadata values are at most 256 KB; cloud-init's user-data is one of them.
-USER_DATA_BYTES = 256 * 1024
 
 
 class GcpDriver(CloudDriver):
     cloud = Cloud.gcp
-    capabilities = Capabilities(
-        pool_modes=frozenset({"fixed", "asg"}),
-        load_balancers=True,
-        cert_sources=frozenset({CertSource.GCPManaged}),
-        instance_refresh=True,  # a MIG's rolling update
-        exec_modes=frozenset({ExecMode.OSConfig}),
-        exec_payload_bytes=gcp_exec.MAX_SCRIPT_BYTES,
-        user_data_bytes=USER_DATA_BYTES,
-        tags=TagRules(style="key_value", key_pattern=GCP_LABEL_KEY, max_key=63, max_value=63),
-        schedules=True,  # instance schedule policies (Fixed), autoscaler scaling schedules (MIGs)
-    )
+    capabilities = CAPABILITIES  # clouds/gcp/capabilities.py: readable without the Google clients
 
     def __init__(self, target: GcpTarget) -> None:
         self.target = target
         self.gcp = GcpClients(target)
 
     def validate(self, spec: EnvSpec) -> list[str]:
-        out = super().validate(spec) + schedule_policy.problems(spec)
+        out = static_problems(spec)  # capabilities and schedules; then the image references
         for name, pool in spec.pools.items():
             try:
                 project = images.image_ref(pool.image)[0]

@@ -23,12 +23,13 @@ from typing import Any
 from vmplane.clouds.base import CommandResult, CommandStatus, SessionHint
 from vmplane.clouds.errors import ConflictError, InvalidRequestError, NotFoundError
 from vmplane.clouds.gcp import operations
+from vmplane.clouds.gcp.capabilities import EXEC_SCRIPT_BYTES
 from vmplane.clouds.gcp.readiness import guest_attributes
 from vmplane.clouds.gcp.session import CALL_TIMEOUT, GcpClients
 
 # The script travels base64 in one metadata value (256 KB max); vmplane keeps AWS's 48 KiB so every
 # channel takes the same payloads.
-MAX_SCRIPT_BYTES = 48 * 1024
+MAX_SCRIPT_BYTES = EXEC_SCRIPT_BYTES
 MAILBOX_KEY = "vmplane-exec"
 NAMESPACE = "vmplane-exec"
 TIMED_OUT_EXIT = 124  # what `timeout` exits with when it kills the script

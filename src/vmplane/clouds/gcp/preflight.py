@@ -42,14 +42,15 @@ def preflight(gcp: GcpClients, ctx: Context) -> None:
 
     types = gcp.compute("MachineTypes")
     for pool_name, pool in spec.pools.items():
-        zone, mt = infra.Zones[0], pool.instance_type
-        try:
-            gcp.call(
-                "compute.machineTypes.get",
-                partial(types.get, project=gcp.project, zone=zone, machine_type=mt, timeout=CALL_TIMEOUT),
-            )
-        except NotFoundError as e:
-            raise InvalidRequestError(f"pools.{pool_name}.instanceType: {mt} is not offered in {zone}") from e
+        mt = pool.instance_type
+        for zone in infra.Zones:  # a pool spreads over every zone the network uses
+            try:
+                gcp.call(
+                    "compute.machineTypes.get",
+                    partial(types.get, project=gcp.project, zone=zone, machine_type=mt, timeout=CALL_TIMEOUT),
+                )
+            except (NotFoundError, InvalidRequestError) as e:  # a name of another cloud's form is a 400
+                raise InvalidRequestError(f"pools.{pool_name}.instanceType: {mt} is not offered in {zone}") from e
     conflicts.check_names(gcp, ctx)  # before any step creates something under these names
     schedules.check_service_agent(gcp, ctx, str(project.get("projectNumber", "")))
     ctx.save()

@@ -17,12 +17,13 @@ from typing import Any
 from vmplane.clouds.base import CommandResult, CommandStatus, SessionHint
 from vmplane.clouds.errors import CloudError, InvalidRequestError, UnsupportedError
 from vmplane.clouds.parallel import side_by_side
+from vmplane.clouds.proxmox.capabilities import EXEC_SCRIPT_BYTES
 from vmplane.clouds.proxmox.readiness import agent_down
 from vmplane.clouds.proxmox.session import Pve
 
 # The script is one argv element of one form field: vmplane keeps AWS's 48 KiB so every channel takes
 # the same payloads (Linux allows 128 KiB per argument).
-MAX_SCRIPT_BYTES = 48 * 1024
+MAX_SCRIPT_BYTES = EXEC_SCRIPT_BYTES
 SHELL = ("/bin/bash", "-c")
 POLL_FIRST, POLL_FACTOR, POLL_CAP = 0.1, 1.5, 5.0
 

@@ -9,14 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 from vmplane.clouds.base import (
-    Capabilities,
     CloudDriver,
     CommandResult,
     Context,
     Leftover,
     PlannedResource,
     SessionHint,
-    TagRules,
 )
 from vmplane.clouds.proxmox import agent_exec as pve_exec
 from vmplane.clouds.proxmox import (
@@ -32,46 +30,25 @@ from vmplane.clouds.proxmox import (
     templates,
 )
 from vmplane.clouds.proxmox import plan as pve_plan
+from vmplane.clouds.proxmox.capabilities import CAPABILITIES, static_problems
 from vmplane.clouds.proxmox.ids import pve_ids
 from vmplane.clouds.proxmox.session import Pve, PveTarget
-from vmplane.clouds.tags import PROXMOX_TAG
-from vmplane.envspec.models import Cloud, EnvSpec, ExecMode
+from vmplane.envspec.models import Cloud, EnvSpec
 from vmplane.state import InfraConfig
+
 
 # The NoCloud ISO holds user-data as a file: the limit is vmplane's own (cloud-init reads far larger),
 # kept at the other clouds' so one bootstrap fits all.
-USER_DATA_BYTES = 256 * 1024
-
-
 class ProxmoxDriver(CloudDriver):
     cloud = Cloud.proxmox
-    capabilities = Capabilities(
-        pool_modes=frozenset({"fixed"}),
-        load_balancers=False,
-        cert_sources=frozenset(),
-        instance_refresh=False,
-        exec_modes=frozenset({ExecMode.QemuGuestAgent}),
-        exec_payload_bytes=pve_exec.MAX_SCRIPT_BYTES,
-        user_data_bytes=USER_DATA_BYTES,
-        tags=TagRules(style="tokens", key_pattern=PROXMOX_TAG, max_key=40, max_value=60),
-        schedules=False,
-    )
+    capabilities = CAPABILITIES  # clouds/proxmox/capabilities.py: readable without the API client
 
     def __init__(self, target: PveTarget) -> None:
         self.target = target
         self.pve = Pve(target)
 
     def validate(self, spec: EnvSpec) -> list[str]:
-        out = []
-        for problem in super().validate(spec):
-            if problem.endswith("pools are not supported on proxmox"):
-                name = problem.split(".")[1]
-                problem = (
-                    f"pools.{name}.mode: Proxmox VE has no cloud autoscaler, so 'asg' pools cannot run there; "
-                    "use mode 'fixed' with a size"
-                )
-            out.append(problem)
-        return out
+        return static_problems(spec)
 
     def preflight(self, ctx: Context) -> None:
         preflight.preflight(self.pve, ctx)
