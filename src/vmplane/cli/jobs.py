@@ -36,7 +36,9 @@ def apply(
     file: FileOpt = DEFAULT_FILE, sandbox: SandboxOpt = False, yes: YesOpt = False, output: OutputOpt = "text"
 ) -> None:
     """Provision the environment (or update an applied one in place): plan, confirm, run with live progress."""
-    from vmplane.cli.render import show_changes, show_cost, show_plan
+    from rich.markup import escape
+
+    from vmplane.cli.render import show_changes, show_cost, show_plan, show_resources
     from vmplane.jobs import operations
     from vmplane.jobs.operations import Decision
     from vmplane.jobs.service import Phase
@@ -59,6 +61,8 @@ def apply(
     if ap.decision is Decision.update:
         assert ap.job is not None
         show_changes(con, ap.changes, [])
+        show_resources(con, ap.plan)  # the VMs a size change adds or removes, before the question
+        con.print(f"\n[bold]{escape(ap.plan.summary)}[/]")
         show_cost(con, ap.plan.cost)
         confirm(con, f"Update {ap.job.org}/{ap.job.env} in place?", yes)
         operations.begin_update(settings, ap.job, spec, ap)

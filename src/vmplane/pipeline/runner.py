@@ -170,7 +170,8 @@ def _unregister(driver: CloudDriver, ctx: Context, job: JobView) -> None:
     if left:
         listed = ", ".join(f"{x.kind} {x.id}" for x in left[:20])
         raise StepFailedError(f"{len(left)} resources tagged with {ctx.job_id} remain: {listed}")
-    _write(_db_url(), lambda s: jobs.unregister_env(s, ctx.spec.org, ctx.spec.name))
+    # Only this job's entry: the same name's job on the other target (sandbox or real) may hold it.
+    _write(_db_url(), lambda s: jobs.unregister_env(s, ctx.spec.org, ctx.spec.name, ctx.job_id))
     ctx.log("nothing tagged with this job remains; removed from the inventory")
 
 
