@@ -89,7 +89,8 @@ def plan(file: FileOpt = DEFAULT_FILE, sandbox: SandboxOpt = False, output: Outp
     spec = load(file)
     # Planning reads vmplane's records only; it neither starts the sandbox nor calls the cloud.
     endpoint = sandbox_endpoint(spec.provider.cloud) if sandbox else None
-    ap = operations.plan_apply(cmd.settings, spec, Target.for_spec(spec, endpoint))
+    where = Target.for_spec(spec, endpoint)
+    ap = operations.plan_apply(cmd.settings, spec, where, say=lambda m: typer.echo(m, err=True))
     if cmd.json:
         print_json(ap.to_json())
     else:

@@ -44,7 +44,7 @@ def apply(
     con, settings = cmd.con, cmd.settings
     spec = load(file)
     where = target(spec, sandbox, con)
-    ap = operations.plan_apply(settings, spec, where)
+    ap = operations.plan_apply(settings, spec, where, say=lambda m: typer.echo(m, err=True))
     if ap.decision is Decision.no_changes:
         assert ap.job is not None
         con.print("No changes. The environment matches the file.")

@@ -25,9 +25,11 @@ from vmplane.jobs import operations
 from vmplane.jobs.operations import Decision
 from vmplane.jobs.service import Phase
 from vmplane.jobs.tokens import Role
+from vmplane.observe import logs
 from vmplane.settings import Settings
 from vmplane.target import Target
 
+_log = logs.get(__name__)
 UPLOAD_LIMIT = 256 * 1024  # an environment file is a few KB; refuse anything far larger
 PASTED = "pasted.jsonc"
 
@@ -73,7 +75,7 @@ def check(settings: Settings, who: Who, text: str, filename: str, sandbox: bool)
     address = _sandbox_address(settings, spec.provider.cloud) if sandbox else None
     out = Checked(text, filename, [], spec=spec, cost=estimate(spec).to_json())
     try:
-        ap = operations.plan_apply(settings, spec, Target.for_spec(spec, address))
+        ap = operations.plan_apply(settings, spec, Target.for_spec(spec, address), say=_log.info)
     except VmplaneError as err:
         out.conflict = str(err)
         return out

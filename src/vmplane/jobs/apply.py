@@ -4,11 +4,12 @@ an update classified by impact, a refusal. Decided and recorded here; the workfl
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from vmplane.bootstrap import vmconfig
+from vmplane.bootstrap import vmconfig, vmconfig_fetch
 from vmplane.clouds.base import CloudDriver
 from vmplane.clouds.errors import ProviderInvalidError
 from vmplane.clouds.registry import driver_for
@@ -72,13 +73,17 @@ class ApplyPlan:
         }
 
 
-def plan_apply(settings: Settings, spec: EnvSpec, target: Target) -> ApplyPlan:
+def plan_apply(
+    settings: Settings, spec: EnvSpec, target: Target, *, say: Callable[[str], None] = lambda _m: None
+) -> ApplyPlan:
     with transaction(settings.db_url) as s:
         row = jobs.find_current_job(s, spec.org, spec.name)
         job = jobs.view(row) if row is not None else None
     driver = driver_for(target)
     refuse_unsupported(driver, spec)
     fresh = provision_plan(driver, spec, InfraConfig(), target.describe())
+    if not target.sandbox:  # nothing boots on the sandbox: no fetch, it stays offline (notes instead)
+        vmconfig_fetch.refuse_unpinned(spec, settings.home, say)  # before any job: UnpinnedError, exit 2
     fresh.notes.extend(unpinned_notes(spec, target))
     if job is None:
         return ApplyPlan(Decision.new, fresh, None)
@@ -158,7 +163,8 @@ def manifest_changes(job: JobView, spec: EnvSpec) -> list[Change]:
     for pool, now in vmconfig.record(spec).items():
         old = before.get(pool)
         # A pool moved to another file (bootstrap.mode, arch) shows as that field's change already.
-        if old is not None and old["file"] == now["file"] and old["digest"] != now["digest"]:
+        same = old is not None and vmconfig.same_manifest(spec, pool, old["digest"], now["digest"])
+        if old is not None and old["file"] == now["file"] and not same:
             path = "vmconfig." + now["file"].removeprefix("vmplane.env.vmconfig.").removesuffix(".json")
             changed[path] = (old["digest"][:12], now["digest"][:12])
     return [Change(path, old, new, Impact.vm) for path, (old, new) in sorted(changed.items())]
