@@ -138,7 +138,7 @@ def ways_out(spec: EnvSpec, found: list[Unpinned], home: Path | None = None) -> 
     archs = sorted({u.manifest.arch.value for u in found})
     bare = sorted({f for a in archs for f in cache.current(at, BootstrapMode.bare, Arch(a)).families})
     bare_hint = (
-        f"`bootstrap.mode: bare` with a family its manifest pins ({', '.join(bare)})"
+        f"`bootstrap.mode: bare` with an image of a family its manifest pins ({', '.join(bare)})"
         if bare and spec.provider.cloud is not Cloud.proxmox
         else "`bootstrap.mode: bare` on a template of a pinned family"
         if bare

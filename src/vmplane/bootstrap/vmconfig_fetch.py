@@ -106,8 +106,9 @@ def refuse_unpinned(spec: EnvSpec, home: Path, say: Say = lambda _m: None) -> No
     """`fetch_missing`, then refuse what is still unpinned (UnpinnedError): nothing has been recorded yet."""
     left = fetch_missing(spec, home, say)
     if left:
+        ways = vmconfig.ways_out(spec, left, home)
         raise UnpinnedError(
-            "; ".join(u.message() for u in left) + ". Nothing was recorded. " + vmconfig.ways_out(spec, left, home)
+            "; ".join(u.message() for u in left) + ". Nothing was recorded. " + ways[0].upper() + ways[1:]
         )
 
 
