@@ -77,7 +77,12 @@ def test_plan_prints_plus_lines_and_summary(tmp_path) -> None:
     assert "+ aws_vpc.demo-fixed" in proc.stdout
     assert proc.stdout.count("+ aws_instance.") == 2
     assert "Plan: 18 to add, 0 to change, 0 to destroy." in proc.stdout
-    plan = c.json("plan", "-f", str(EXAMPLES / "fixed.jsonc"))
+    from tests import deps_servers
+
+    with deps_servers.serve("amd64") as upstream:  # a real plan pins what the shipped manifests leave open
+        plan = c.json(
+            "plan", "-f", str(EXAMPLES / "fixed.jsonc"), extra_env={"VMPLANE_DEPS_MIRRORS": upstream.mirrors()}
+        )
     assert plan["decision"] == "new" and len(plan["steps"]) == 7
     assert sum(1 for r in plan["resources"] if r["action"] == "+") == 18
 

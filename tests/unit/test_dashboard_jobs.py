@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select
+from tests import deps_servers
 
 from vmplane.jobs import service as jobs
 from vmplane.jobs.service import JobStatus
@@ -23,8 +25,13 @@ WEB = Path(__file__).resolve().parents[2] / "examples" / "web.jsonc"
 
 
 @pytest.fixture
-def dash(tmp_path: Path) -> Dash:
-    return make_dash(tmp_path)
+def dash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Dash]:
+    """A dashboard whose real (non-sandbox) applies find the manifests' sources reachable, as on a connected
+    site: the fake upstreams (tests/deps_servers.py) stand in for them, so the shipped manifests' unpinned
+    al2023 and NGINX image are fetched before the job is recorded."""
+    with deps_servers.serve("amd64") as upstream:
+        monkeypatch.setenv("VMPLANE_DEPS_MIRRORS", upstream.mirrors())
+        yield make_dash(tmp_path)
 
 
 def job_count(dash: Dash) -> int:
