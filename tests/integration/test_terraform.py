@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from tests.deps_servers import closed_mirrors
 from tests.helpers import Cli, Sandbox, write_env
 from tests.integration.test_apply_destroy import job_resources
 from tests.integration.test_load_balancer import lb_parts
@@ -49,7 +50,7 @@ def shape(sb: Sandbox, job_id: str, domain: str) -> dict[str, int]:
 @pytest.mark.parametrize("example", ["fixed.jsonc", "web.jsonc"])
 def test_generated_stack_is_fmt_clean_and_validates_offline(cli: Cli, tf_env, tmp_path: Path, example: str) -> None:
     env_file = write_env(tmp_path, "itest-tf-validate", example=example)
-    proc = cli.run("tf", "generate", "-f", str(env_file), "-d", str(tmp_path / "stack"))
+    proc = cli.run("tf", "generate", "-f", str(env_file), "-d", str(tmp_path / "stack"), extra_env=closed_mirrors())
     assert proc.returncode == 0, proc.stderr
     stack = tmp_path / "stack"
     tf(tf_env, stack, "fmt", "-check", "-diff")

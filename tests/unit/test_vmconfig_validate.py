@@ -71,6 +71,7 @@ def test_problem_names_the_field_the_file_the_reasons_and_the_fix(home: Path) ->
 def test_a_proxmox_pool_is_never_told_to_change_its_image(home: Path) -> None:
     """A Proxmox pool has `template`, not `image`: with the family unknown before boot, what is missing
     (the NGINX image) names the pool; a template labelled with a family alias names `template`."""
+
     def pve(template: str) -> EnvSpec:
         return EnvSpec.model_validate(
             {
