@@ -5,7 +5,6 @@ local fake upstreams (tests/deps_servers.py), on the shipped manifests; the sand
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -13,9 +12,10 @@ from typing import Any
 import pytest
 from tests import deps_servers as fakes
 from tests.helpers import EXAMPLES, Cli, free_port
+from tests.integration import test_deps_download
 
 from vmplane.bootstrap import vmconfig_fetch
-from vmplane.deps import cache, http
+from vmplane.deps import cache
 from vmplane.deps import download as download_mod
 from vmplane.deps.download import download
 from vmplane.deps.manifest import AL2023, DEBIAN_12, NGINX
@@ -26,14 +26,7 @@ from vmplane.settings import Settings
 from vmplane.target import Target
 
 CLOSED = "http://127.0.0.1:9"
-
-
-@pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[fakes.Fake]:
-    with fakes.serve("amd64") as f:
-        monkeypatch.setenv("VMPLANE_DEPS_MIRRORS", f.mirrors())
-        monkeypatch.setattr(http, "BACKOFF", 0.0)
-        yield f
+fake = test_deps_download.fake  # the fixture: the fake upstreams, VMPLANE_DEPS_MIRRORS at them
 
 
 def web(**pool: Any) -> EnvSpec:
