@@ -9,7 +9,10 @@ Only the pinning metadata is fetched (repository indexes, the registry's manifes
 its packages from the pinned URLs and checks their sha256 itself. `vmplane deps download` is what also fills
 the offline package cache ($VMPLANE_HOME/deps/packages).
 
-What cannot be reached stays unpinned; `refuse_unpinned` then refuses, before any job is recorded.
+The saved manifest keeps the current one's other entries, the shipped ones included (on a fresh home the
+shipped Debian/Ubuntu entries): a later `deps download` that cannot reach a family keeps that entry (`kept`).
+What cannot be reached stays unpinned; `refuse_unpinned` then refuses, before any job is recorded. A run
+that pinned nothing saves nothing (the cache and `current` stay as they were).
 The sandbox boots nothing and never calls this: it stays offline.
 """
 
