@@ -99,6 +99,12 @@ class Fake:
         return [h for h in self.hits if h.endswith(suffix)]
 
 
+def closed_mirrors() -> dict[str, str]:
+    """An environment whose VMPLANE_DEPS_MIRRORS all point at a port nobody listens on: a real `plan`,
+    `apply` or `tf generate` there finds every source unreachable at once, and never tries the internet."""
+    return {"VMPLANE_DEPS_MIRRORS": Fake(port=9).mirrors()}
+
+
 def sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 
 import pytest
+from tests import deps_servers
 from tests.helpers import Cli, Sandbox, write_env
 
 PROVISION = [
@@ -233,23 +234,26 @@ def test_apply_then_destroy_fixed_pool(cli: Cli, sandbox: Sandbox, tmp_path) -> 
 
 @pytest.mark.sandbox
 def test_azure_job_fails_with_clean_invalid(cli: Cli, sandbox: Sandbox, tmp_path) -> None:
-    env_file = write_env(tmp_path, "itest-azure", provider={"cloud": "azure", "region": "westeurope"}, exec={})
-    proc = cli.run("apply", "-f", str(env_file), "--yes", "--output", "json")
-    assert proc.returncode == 1, proc.stderr
-    job = json.loads(proc.stdout)
-    assert job["status"] == "failed"
-    validate = job["steps"][0]
-    assert validate["name"] == "stepValidate" and validate["status"] == "failed"
-    assert validate["error"].startswith("Invalid: Azure")
-    assert all(s["status"] == "pending" for s in job["steps"][1:])
+    with deps_servers.serve("amd64") as upstream:
+        env_file = write_env(tmp_path, "itest-azure", provider={"cloud": "azure", "region": "westeurope"}, exec={})
+        # A real target: the shipped manifests' NGINX image is fetched first (here from the fake registry).
+        mirrors = {"VMPLANE_DEPS_MIRRORS": upstream.mirrors()}
+        proc = cli.run("apply", "-f", str(env_file), "--yes", "--output", "json", extra_env=mirrors)
+        assert proc.returncode == 1, proc.stderr
+        job = json.loads(proc.stdout)
+        assert job["status"] == "failed"
+        validate = job["steps"][0]
+        assert validate["name"] == "stepValidate" and validate["status"] == "failed"
+        assert validate["error"].startswith("Invalid: Azure")
+        assert all(s["status"] == "pending" for s in job["steps"][1:])
 
-    # Nothing was created, so destroy forgets the record with no teardown and no cloud call (a teardown
-    # once ended delete_failed with an AttributeError, after which a new apply was refused for good).
-    gone = cli.json("destroy", "-f", str(env_file), "--yes")
-    assert gone["status"] == "deleted", gone["error"]
-    assert gone["teardownSteps"] == [] and gone["config"]["forgottenAt"]
-    again = cli.run("apply", "-f", str(env_file), "--yes", "--output", "json")
-    assert again.returncode == 1 and json.loads(again.stdout)["id"] != job["id"]  # a new job, not a refusal
+        # Nothing was created, so destroy forgets the record with no teardown and no cloud call (a teardown
+        # once ended delete_failed with an AttributeError, after which a new apply was refused for good).
+        gone = cli.json("destroy", "-f", str(env_file), "--yes")
+        assert gone["status"] == "deleted", gone["error"]
+        assert gone["teardownSteps"] == [] and gone["config"]["forgottenAt"]
+        again = cli.run("apply", "-f", str(env_file), "--yes", "--output", "json", extra_env=mirrors)
+        assert again.returncode == 1 and json.loads(again.stdout)["id"] != job["id"]  # a new job, not a refusal
 
 
 @pytest.mark.sandbox

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests import deps_servers
 from tests.helpers import EXAMPLES, Cli, Sandbox
 
 
@@ -17,11 +18,11 @@ def c(tmp_path: Path) -> Cli:
     return Cli(home=tmp_path / "h", sandbox_port=1)
 
 
-def run_in(c: Cli, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def run_in(c: Cli, cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "vmplane", *args],
         cwd=cwd,
-        env=c.env,
+        env={**c.env, **(env or {})},
         text=True,
         capture_output=True,
         stdin=subprocess.DEVNULL,
@@ -40,9 +41,12 @@ def test_default_file_is_used_when_present(sandbox: Sandbox, tmp_path: Path) -> 
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == {"file": "vmplane.env.jsonc", "valid": True, "name": "demo-fixed", "org": "acme"}
     assert "Plan: 18 to add" in run_in(c, stack, "plan", "--sandbox").stdout
-    # `tf upgrade` needs a generated stack; then it works with no arguments at all.
-    assert run_in(c, stack, "tf", "generate").returncode == 0
-    proc = run_in(c, stack, "tf", "upgrade")
+    # A real stack first pins what the shipped manifests leave open: from the fake upstreams.
+    with deps_servers.serve("amd64") as upstream:
+        mirrors = {"VMPLANE_DEPS_MIRRORS": upstream.mirrors()}
+        # `tf upgrade` needs a generated stack; then it works with no arguments at all.
+        assert run_in(c, stack, "tf", "generate", env=mirrors).returncode == 0
+        proc = run_in(c, stack, "tf", "upgrade", env=mirrors)
     assert proc.returncode == 0, proc.stderr
     assert "0 written" in proc.stdout and "unchanged" in proc.stdout
 

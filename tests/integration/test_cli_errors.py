@@ -83,15 +83,18 @@ def test_plan_prints_plus_lines_and_summary(cli: Cli) -> None:
 
 
 def test_a_real_account_plan_the_apply_would_refuse_exits_2_without_a_plan(tmp_path) -> None:
-    # The shipped manifests leave the NGINX digest unpinned and this machine cannot reach the registry:
-    # stepValidate would refuse the apply on a real account, so plan says so (exit 2) and asks no cloud.
+    # The shipped manifests leave the NGINX digest unpinned and its source cannot be reached (the mirrors
+    # point at a closed port): the apply on a real account would be refused, so plan says so (exit 2),
+    # asks no cloud and prints no plan.
+    from tests import deps_servers
     from tests.helpers import EXAMPLES, Cli
 
     c = Cli(home=tmp_path / "h", sandbox_port=1)
-    proc = c.run("plan", "-f", str(EXAMPLES / "fixed.jsonc"))
+    proc = c.run("plan", "-f", str(EXAMPLES / "fixed.jsonc"), extra_env=deps_servers.closed_mirrors())
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "pools.web.image: vmplane.env.vmconfig.nginx.amd64.json does not pin" in proc.stderr
-    assert "nothing was recorded or created" in proc.stderr and "to add" not in proc.stdout
+    assert "Nothing was recorded" in proc.stderr and "to add" not in proc.stdout
+    assert c.json("jobs")["jobs"] == []
 
 
 def test_init_writes_a_valid_starter_and_schema_and_never_overwrites(tmp_path) -> None:

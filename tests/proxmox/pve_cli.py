@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests import deps_servers
 from tests.helpers import EXAMPLES, Cli, free_port
-from tests.integration.test_vmconfig_terraform import pin_vmconfig
 from tests.proxmox.fakecluster import TEMPLATE_NAME, Serving, token_env
 
 from vmplane.envspec.load import load_spec
@@ -24,21 +24,38 @@ class PveCli(Cli):
     a token set in the test's own environment (a developer's real one) never reaches the CLI."""
 
     token: dict[str, str] = field(default_factory=dict)
+    mirrors: str = ""  # VMPLANE_DEPS_MIRRORS
 
     @property
     def env(self) -> dict[str, str]:
-        return {**{k: v for k, v in super().env.items() if not k.startswith("PROXMOX_")}, **self.token}
+        env = {**{k: v for k, v in super().env.items() if not k.startswith("PROXMOX_")}, **self.token}
+        return {**env, "VMPLANE_DEPS_MIRRORS": self.mirrors} if self.mirrors else env
+
+
+_DEPS: list[tuple[Any, deps_servers.Fake]] = []  # (the context kept alive, the fake)
+
+
+def deps_fake() -> deps_servers.Fake:
+    """This process's fake upstreams (tests/deps_servers.py: apt, AL2023, the registry), started once and
+    served until the process ends (a daemon thread)."""
+    if not _DEPS:
+        serving = deps_servers.serve("amd64")
+        _DEPS.append((serving, serving.__enter__()))
+    return _DEPS[0][1]
 
 
 def pve_cli(tmp_path: Path, *, token: bool = True) -> PveCli:
-    """A CLI with its own home. fakepve is a real cloud to vmplane (not its sandbox), so stepValidate
-    refuses a pool whose NGINX image is unpinned, and the shipped manifest has no NGINX digest (this
-    machine cannot reach the registry): the home's deps cache gets a manifest pinning one (made-up
-    digests: nothing boots on the fake). The template's family is unknown before boot, which is allowed."""
-    home = tmp_path / "home"
-    pin_vmconfig(home)
+    """A CLI with a fresh home of its own and the shipped manifests. fakepve is a real cloud to vmplane
+    (not its sandbox), so the first `plan`/`apply` fetches what the shipped manifest leaves unpinned (the
+    NGINX image; the template's family is unknown before boot) as on a real site, here from the fake
+    registry (VMPLANE_DEPS_MIRRORS): nothing boots on the fake, so its digest is as good as Docker Hub's."""
     # No AWS sandbox runs for these tests: the port is only a value the CLI never dials.
-    return PveCli(home=home, sandbox_port=free_port(), token=token_env() if token else {})
+    return PveCli(
+        home=tmp_path / "home",
+        sandbox_port=free_port(),
+        token=token_env() if token else {},
+        mirrors=deps_fake().mirrors(),
+    )
 
 
 def write_pve_env(

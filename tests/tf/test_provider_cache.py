@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.deps_servers import closed_mirrors
 from tests.helpers import Cli, free_port
 
 from vmplane.deps import tf_cache
@@ -176,7 +177,9 @@ def test_tf_generate_without_a_cache_writes_the_stack_as_before_and_says_how_to_
     cli: Cli, tmp_path: Path
 ) -> None:
     stack = tmp_path / "stack"
-    proc = cli.run("tf", "generate", "-f", str(EXAMPLES / "web.jsonc"), "-d", str(stack), "-o", "json")
+    proc = cli.run(
+        "tf", "generate", "-f", str(EXAMPLES / "web.jsonc"), "-d", str(stack), "-o", "json", extra_env=closed_mirrors()
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["providerCache"]["lock"] is None
     assert "vmplane deps tf --cloud aws --platform linux_amd64` makes one" in proc.stderr

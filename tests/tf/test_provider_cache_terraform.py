@@ -13,6 +13,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from tests.deps_servers import closed_mirrors
 from tests.helpers import EXAMPLES, Cli, free_port, write_env
 
 from vmplane.deps import tf_cache
@@ -73,7 +74,7 @@ def test_deps_tf_caches_aws_and_a_stack_inits_offline_from_it(cli: Cli, tf_env, 
 
     stack = tmp_path / "stack"
     env_file = write_env(tmp_path, "tf-offline", example="web.jsonc")
-    proc = cli.run("tf", "generate", "-f", str(env_file), "-d", str(stack), "-o", "json")
+    proc = cli.run("tf", "generate", "-f", str(env_file), "-d", str(stack), "-o", "json", extra_env=closed_mirrors())
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["providerCache"]["lock"] == ".terraform.lock.hcl"
     assert (stack / ".terraform.lock.hcl").read_text() == text
@@ -106,7 +107,7 @@ def test_tf_upgrade_replaces_the_lock_and_keeps_the_users_files(cli: Cli, tf_env
     real = tf_cache.lock_path(cli.home, "aws").read_text()
     stack = tmp_path / "stack"
     env_file = write_env(tmp_path, "tf-upgrade", example="web.jsonc")
-    assert cli.run("tf", "generate", "-f", str(env_file), "-d", str(stack)).returncode == 0
+    assert cli.run("tf", "generate", "-f", str(env_file), "-d", str(stack), extra_env=closed_mirrors()).returncode == 0
     (stack / "custom.tf").write_text('output "mine" {\n  value = 1\n}\n')
     (stack / "terraform.tfvars").write_text('extra = "kept"\n')
     stale = 'provider "registry.terraform.io/hashicorp/aws" {\n  version = "5.0.0"\n}\n'
@@ -132,7 +133,8 @@ def test_deps_tf_for_gcp_names_what_it_cannot_get_or_the_stack_inits_offline(cli
             "hashicorp/google is not in this machine's provider mirror: the GCP stack's offline init is not run"
         )
     stack = tmp_path / "stack"
-    assert cli.run("tf", "generate", "-f", str(EXAMPLES / "gcp-web.jsonc"), "-d", str(stack)).returncode == 0
+    gcp = ("tf", "generate", "-f", str(EXAMPLES / "gcp-web.jsonc"), "-d", str(stack))
+    assert cli.run(*gcp, extra_env=closed_mirrors()).returncode == 0
     empty = tmp_path / "empty.tfrc"
     empty.write_text("")
     offline = {**tf_env, "TF_CLI_CONFIG_FILE": str(empty)}

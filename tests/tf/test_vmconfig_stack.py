@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests import deps_servers
 from tests.helpers import Cli, terraform_env, write_env
 
 from vmplane.deps import cache
@@ -126,11 +127,56 @@ def test_terraform_validates_and_an_edited_copy_changes_the_user_data(home: Path
     assert gzip.decompress(base64.b64decode(content)).decode() == pinned().dumps()
 
 
-def test_tf_generate_writes_the_stack_and_warns_of_an_unpinned_pool(cli: Cli, tmp_path: Path) -> None:
-    empty = pinned().model_copy(update={"families": {}, "images": {}, "unavailable": {"*": "nothing reachable"}})
-    cache.save(cli.home, empty)
-    env_file = write_env(tmp_path, "tf-warn")  # fixed.jsonc: al2023, nginx
-    proc = cli.run("tf", "generate", "-f", str(env_file), "-d", str(tmp_path / "stack"))
+def test_tf_generate_writes_the_stack_and_warns_of_what_it_could_not_fetch(cli: Cli, tmp_path: Path) -> None:
+    """A real stack's VMs boot: `tf generate` fetches as `apply` does; here every source refuses."""
+    closed = "http://127.0.0.1:9"
+    mirrors = json.dumps({"al2023": f"{closed}/al2023", "registry": closed})
+    env_file = write_env(tmp_path, "tf-warn")  # fixed.jsonc: al2023, nginx; the shipped manifests
+    proc = cli.run(
+        "tf",
+        "generate",
+        "-f",
+        str(env_file),
+        "-d",
+        str(tmp_path / "stack"),
+        extra_env={"VMPLANE_DEPS_MIRRORS": mirrors},
+    )
     assert proc.returncode == 0, proc.stderr
     assert f"warning: pools.web.image: {COPY} does not pin" in proc.stderr
+    assert f"al2023: {closed}/al2023/latest/x86_64/mirror.list: unreachable" in proc.stderr
+    assert "warning: ways out: point VMPLANE_DEPS_MIRRORS at a mirror" in proc.stderr
     assert (tmp_path / "stack" / COPY).is_file()
+    assert not (tmp_path / "stack" / "vmplane.env.sandbox_override.tf").exists()
+
+
+def test_tf_generate_of_a_real_stack_fetches_what_the_copy_lacks(cli: Cli, tmp_path: Path) -> None:
+    with deps_servers.serve("amd64") as fake:
+        env_file = write_env(tmp_path, "tf-fetch")
+        stack = tmp_path / "stack"
+        extra = {"VMPLANE_DEPS_MIRRORS": fake.mirrors()}
+        proc = cli.run("tf", "generate", "-f", str(env_file), "-d", str(stack), extra_env=extra)
+    assert proc.returncode == 0, proc.stderr
+    assert "warning" not in proc.stderr and "fetching the pinning metadata only" in proc.stderr
+    copy = cache.parse((stack / COPY).read_text(), COPY)
+    assert copy == cache.current(cli.home, BootstrapMode.nginx, Arch.amd64)
+    assert (
+        copy.missing("al2023") == []
+        and copy.images["nginx"].digest == deps_servers.add_registry(deps_servers.Fake())["amd64"]
+    )
+
+
+# Every AWS example (`tf generate --sandbox` refuses GCP files: the sandbox stack emulates AWS only).
+@pytest.mark.parametrize("example", ["web.jsonc", "fixed.jsonc", "dev-schedule.jsonc"])
+def test_a_sandbox_stack_turns_the_precondition_off_and_says_why(home: Path, example: str) -> None:
+    """The shipped manifests: a `--sandbox` stack's override sets `vmconfig_fail_closed = false` (nothing
+    boots there) and names what a real VM would fail closed on; a real stack has no override, so its
+    precondition holds (`vmconfig_fail_closed = true` in the locals)."""
+    spec = load_spec(EXAMPLES / example)
+    real, sandbox = generate(spec), generate(spec, "http://127.0.0.1:4566")
+    condition = "!local.vmconfig_fail_closed || length(local.vmconfig_missing[each.key]) == 0"
+    assert condition in real["vmplane.env.main.tf"] and condition in sandbox["vmplane.env.main.tf"]
+    assert "vmconfig_fail_closed = true" in real["vmplane.env.main.tf"]
+    assert "vmplane.env.sandbox_override.tf" not in real
+    override = sandbox["vmplane.env.sandbox_override.tf"]
+    assert "vmconfig_fail_closed = false" in override and "# The sandbox boots nothing" in override
+    assert "# A real VM would fail closed on:" in override and "nginx image:" in override

@@ -33,9 +33,15 @@ def _shared_botocore_loader() -> Iterator[None]:
 
 @pytest.fixture(scope="session", autouse=True)
 def _isolated_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """In-process tests never read the developer's ~/.vmplane (a price cache there would change estimates)."""
+    """In-process tests never read the developer's ~/.vmplane (a price cache there would change estimates),
+    nor reach the internet for a real target's manifests: the deps mirrors point at a closed port (a test
+    that fetches sets its own fake upstreams)."""
+    from tests.deps_servers import closed_mirrors
+
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("VMPLANE_HOME", str(tmp_path_factory.mktemp("vmplane-home")))
+        for name, value in closed_mirrors().items():
+            mp.setenv(name, value)
         yield
 
 

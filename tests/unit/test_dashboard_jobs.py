@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select
+from tests import deps_servers
 
 from vmplane.api import actions
 from vmplane.jobs import precheck
@@ -25,17 +27,21 @@ WEB = Path(__file__).resolve().parents[2] / "examples" / "web.jsonc"
 
 
 @pytest.fixture
-def dash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Dash:
+def dash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Dash]:
     """No cloud and no sandbox run here: these tests are about the wizard's pages and records. So the
     cloud's answer to stepValidate's checks (jobs/precheck.py, which for a new job asks the sandbox, or the
     real account when `sandbox` is unchecked) is "no objection", and the sandbox's address is given without
     starting it. What the precheck refuses is tested against the sandbox (tests/integration/
-    test_refused_before_job.py) and shown here by `refusing`."""
+    test_refused_before_job.py) and shown here by `refusing`. Real (non-sandbox) applies find the
+    manifests' sources reachable, as on a connected site: the fake upstreams (tests/deps_servers.py) stand
+    in for them, so the shipped manifests' unpinned al2023 and NGINX image are fetched before the job."""
     monkeypatch.setattr(precheck, "problems", lambda *_a: [])
     monkeypatch.setattr(
         actions, "sandbox_endpoint", lambda settings, cloud: f"http://127.0.0.1:{settings.sandbox_port}"
     )
-    return make_dash(tmp_path)
+    with deps_servers.serve("amd64") as upstream:
+        monkeypatch.setenv("VMPLANE_DEPS_MIRRORS", upstream.mirrors())
+        yield make_dash(tmp_path)
 
 
 def job_count(dash: Dash) -> int:

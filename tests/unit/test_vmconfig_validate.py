@@ -57,11 +57,39 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_problem_names_the_field_the_file_the_reasons_and_the_fix(home: Path) -> None:
-    [problem] = vmconfig.problems(spec("al2023"))
+    [problem, ways] = vmconfig.problems(spec("al2023"))
     assert problem.startswith("pools.web.image: vmplane.env.vmconfig.nginx.amd64.json does not pin")
     assert "al2023: cdn.amazonlinux.com unreachable" in problem
     assert "nginx image: registry-1.docker.io unreachable" in problem
-    assert "`vmplane deps download --arch amd64`" in problem
+    assert ways.startswith("ways out: point VMPLANE_DEPS_MIRRORS at a mirror")
+    assert "`vmplane deps download --arch amd64` on a machine that reaches the repositories" in ways
+    assert f"copy its $VMPLANE_HOME/deps to {home / 'deps'}" in ways
+    # The bare manifest of this home is the shipped one: its families are the pinned choice.
+    assert "`bootstrap.mode: bare` with an image of a family its manifest pins (debian-12, ubuntu-24.04)" in ways
+
+
+def test_a_proxmox_pool_is_never_told_to_change_its_image(home: Path) -> None:
+    """A Proxmox pool has `template`, not `image`: with the family unknown before boot, what is missing
+    (the NGINX image) names the pool; a template labelled with a family alias names `template`."""
+
+    def pve(template: str) -> EnvSpec:
+        return EnvSpec.model_validate(
+            {
+                "name": "demo",
+                "org": "acme",
+                "provider": {"cloud": "proxmox", "endpoint": "https://pve.example:8006", "node": "pve1"},
+                "network": {"cidr": "10.60.0.0/24"},
+                "pools": {"web": {"mode": "fixed", "size": 1, "template": template}},
+                "bootstrap": {"mode": "nginx"},
+                "exec": {"mode": "QemuGuestAgent"},
+            }
+        )
+
+    [problem, ways] = vmconfig.problems(pve("debian-12-cloud"))
+    assert problem.startswith("pools.web: vmplane.env.vmconfig.nginx.amd64.json does not pin what the VMs need")
+    [problem, ways] = vmconfig.problems(pve("al2023"))
+    assert problem.startswith("pools.web.template: ")
+    assert ".image" not in problem + ways and "on a template of a pinned family" in ways
 
 
 def test_pinned_family_and_image_pass(home: Path) -> None:
@@ -156,5 +184,34 @@ def test_validation_judges_the_manifest_the_job_recorded(home: Path) -> None:
         home, manifest(images={"nginx": NGINX}).model_copy(update={"generated_at": datetime(2026, 12, 2, tzinfo=UTC)})
     )
     assert vmconfig.problems(s) == []  # the current one pins everything
-    [problem] = vmconfig.problems(s, recorded=recorded)
+    [problem, _ways] = vmconfig.problems(s, recorded=recorded)
     assert "nginx image: registry-1.docker.io unreachable" in problem
+
+
+def test_the_digest_covers_what_is_pinned_not_when_it_was_read(home: Path) -> None:
+    later = manifest().model_copy(update={"generated_at": datetime(2026, 12, 9, tzinfo=UTC)})
+    assert later.digest() == manifest().digest() and later.dumps() != manifest().dumps()
+    assert manifest(images={"nginx": NGINX}).digest() != manifest().digest()
+    # Saving the same content read later keeps the current file (so the user-data stays byte for byte).
+    first = cache.saved(home, BootstrapMode.nginx, Arch.amd64)
+    assert cache.save(home, later) == first[0]
+    assert cache.saved(home, BootstrapMode.nginx, Arch.amd64) == first
+    assert cache.current(home, BootstrapMode.nginx, Arch.amd64).dumps() == manifest().dumps()
+
+
+def test_a_job_recorded_with_the_old_digest_finds_its_manifest_and_sees_no_change(home: Path) -> None:
+    """vmplane 0.2.0 recorded sha256 of the whole file (generatedAt included) and named the file by it."""
+    old_home = home / "old"
+    s = spec("debian-12")
+    m = manifest()
+    folder = cache.manifest_dir(old_home, m.kind, m.arch)
+    folder.mkdir(parents=True)
+    (folder / f"20261201T000000Z-{m.legacy_digest()[:12]}.json").write_text(m.dumps())
+    (folder / cache.CURRENT).write_text(f"20261201T000000Z-{m.legacy_digest()[:12]}.json\n")
+    assert m.legacy_digest() != m.digest()
+    job = SimpleNamespace(config={"vmconfig": {"web": {"file": m.filename, "digest": m.legacy_digest()}}})
+    recorded = vmconfig.recorded_digests(job.config)
+    assert vmconfig.job_manifest(s, "web", recorded, old_home) == m
+    assert cache.by_digest(old_home, m.kind, m.arch, m.digest()) == m  # a new record of the old file, too
+    assert vmconfig.same_manifest(s, "web", m.legacy_digest(), m.digest(), old_home)
+    assert not vmconfig.same_manifest(s, "web", m.legacy_digest(), "0" * 64, old_home)

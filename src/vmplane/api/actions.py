@@ -16,9 +16,11 @@ from vmplane.jobs import operations
 from vmplane.jobs.forget import forget, forgettable
 from vmplane.jobs.operations import Decision, OperationPlan
 from vmplane.jobs.service import JobConflictError, JobStatus, JobView
+from vmplane.observe import logs
 from vmplane.settings import Settings
 from vmplane.target import Target
 
+_log = logs.get(__name__)
 VmOp = AttachLb | DetachLb | Scale | Rotate | Stop | Start
 
 
@@ -44,7 +46,7 @@ def create(settings: Settings, spec: EnvSpec, *, sandbox: bool) -> str:
     conflict (update it or delete it first). The caller checks the org and starts the workflow."""
     endpoint = sandbox_endpoint(settings, spec.provider.cloud) if sandbox else None
     target = Target.for_spec(spec, endpoint)
-    ap = operations.plan_apply(settings, spec, target)
+    ap = operations.plan_apply(settings, spec, target, say=_log.info)  # the fetch's progress: the server log
     if ap.decision is not Decision.new:
         raise JobConflictError(
             f"environment {spec.org}/{spec.name} already has job {ap.job.id if ap.job else '?'}; "

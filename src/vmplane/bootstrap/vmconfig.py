@@ -2,7 +2,9 @@
 
 A pool gets the current manifest of its bootstrap kind and architecture (`deps.cache.current`). What a
 real VM of the pool would find unpinned (its alias family, the NGINX image) is known before anything is
-created: stepValidate refuses it on a real cloud, and the sandbox, `plan` and `tf generate` warn.
+created. Before a real apply `vmconfig_fetch` fetches what is missing (and refuses, before any job, what it
+cannot reach); stepValidate refuses it again for a job whose recorded manifest is unpinned; the sandbox,
+where nothing boots, and `tf generate --sandbox` only note it.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from pathlib import Path
 
 from vmplane.deps import cache
 from vmplane.deps.manifest import Manifest, family_of_image
-from vmplane.envspec.models import EnvSpec
+from vmplane.deps.sources import MIRRORS_ENV
+from vmplane.envspec.models import Arch, BootstrapMode, Cloud, EnvSpec
 from vmplane.settings import Settings
 
 VMCONFIG_PATH = "/etc/vmplane/vmconfig.json"
@@ -48,6 +51,17 @@ def job_manifest(spec: EnvSpec, pool_name: str, recorded: dict[str, str], home: 
     return pool_manifest(spec, pool_name, home)
 
 
+def same_manifest(spec: EnvSpec, pool_name: str, recorded: str, current: str, home: Path | None = None) -> bool:
+    """Whether a digest a job recorded names the current manifest: equal, or recorded by vmplane 0.2.0
+    (over `generatedAt` too) for the same file, which is then no change to roll out."""
+    if recorded == current:
+        return True
+    found = cache.by_digest(
+        home if home is not None else default_home(), spec.bootstrap.mode, spec.pools[pool_name].arch, recorded
+    )
+    return found is not None and found.digest() == current and found.legacy_digest() == recorded
+
+
 def recorded_digests(config: dict[str, object]) -> dict[str, str]:
     """pool -> digest from a job config's `vmconfig` record (see `record`)."""
     rec = config.get("vmconfig")
@@ -70,26 +84,37 @@ class Unpinned:
     pool: str
     manifest: Manifest
     missing: list[str]
+    field: str  # the spec field that picks what is unpinned (see `unpinned`)
 
     def message(self) -> str:
-        arch = self.manifest.arch.value
         return (
-            f"pools.{self.pool}.image: {self.manifest.filename} does not pin what the VMs need "
-            f"({'; '.join(self.missing)}); the bootstrap would fail closed. Fix: run "
-            f"`vmplane deps download --arch {arch}` where the repositories are reachable, or pick a pinned image"
+            f"{self.field}: {self.manifest.filename} does not pin what the VMs need "
+            f"({'; '.join(self.missing)}); the bootstrap would fail closed"
         )
 
 
 def unpinned(spec: EnvSpec, home: Path | None = None, recorded: dict[str, str] | None = None) -> list[Unpinned]:
     """Pools whose VMs would find their family (known from an image alias) or the NGINX image unpinned, in
     the manifest they boot with (`job_manifest`: the job's recorded one, else the current one)."""
-    out = []
-    for name in sorted(spec.pools):
-        manifest = job_manifest(spec, name, recorded or {}, home)
-        missing = manifest.missing(family_of_image(spec.pools[name].image))
-        if missing:
-            out.append(Unpinned(name, manifest, missing))
-    return out
+    found = (pool_unpinned(spec, name, job_manifest(spec, name, recorded or {}, home)) for name in sorted(spec.pools))
+    return [u for u in found if u is not None]
+
+
+def pool_unpinned(spec: EnvSpec, pool: str, manifest: Manifest) -> Unpinned | None:
+    """What a VM of `pool` booting with `manifest` would find unpinned, or None."""
+    family = family_of_image(spec.pools[pool].image)
+    missing = manifest.missing(family)
+    if not missing:
+        return None
+    return Unpinned(pool, manifest, missing, _field(spec, pool, family is None or family in manifest.families))
+
+
+def _field(spec: EnvSpec, pool: str, family_pinned: bool) -> str:
+    """`pools.X.image` when the image's family is what is missing; a Proxmox pool has no `image` to
+    change (its family comes from `template`); for the NGINX image alone, the pool (`bootstrap.mode`)."""
+    if family_pinned:
+        return f"pools.{pool}"
+    return f"pools.{pool}.template" if spec.provider.cloud is Cloud.proxmox else f"pools.{pool}.image"
 
 
 def record(spec: EnvSpec, home: Path | None = None) -> dict[str, dict[str, str]]:
@@ -103,7 +128,27 @@ def record(spec: EnvSpec, home: Path | None = None) -> dict[str, dict[str, str]]
 
 
 def problems(spec: EnvSpec, home: Path | None = None, recorded: dict[str, str] | None = None) -> list[str]:
-    return [u.message() for u in unpinned(spec, home, recorded)]
+    found = unpinned(spec, home, recorded)
+    return [u.message() for u in found] + ([ways_out(spec, found, home)] if found else [])
+
+
+def ways_out(spec: EnvSpec, found: list[Unpinned], home: Path | None = None) -> str:
+    """How to pin what `found` lacks where the repositories cannot be reached from here."""
+    at = home if home is not None else default_home()
+    archs = sorted({u.manifest.arch.value for u in found})
+    bare = sorted({f for a in archs for f in cache.current(at, BootstrapMode.bare, Arch(a)).families})
+    bare_hint = (
+        f"`bootstrap.mode: bare` with an image of a family its manifest pins ({', '.join(bare)})"
+        if bare and spec.provider.cloud is not Cloud.proxmox
+        else "`bootstrap.mode: bare` on a template of a pinned family"
+        if bare
+        else "`bootstrap.mode: bare` once a family is pinned"
+    )
+    return (
+        f"ways out: point {MIRRORS_ENV} at a mirror that serves it (a JSON object of names to base URLs); "
+        f"or run `vmplane deps download --arch {' / '.join(archs)}` on a machine that reaches the repositories "
+        f"and copy its $VMPLANE_HOME/deps to {at / 'deps'}; or {bare_hint}"
+    )
 
 
 def sandbox_notes(spec: EnvSpec, home: Path | None = None, recorded: dict[str, str] | None = None) -> list[str]:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from vmplane.bootstrap import vmconfig
+from vmplane.bootstrap import vmconfig, vmconfig_fetch
 from vmplane.cli.common import (
     DEFAULT_FILE,
     FileOpt,
@@ -52,9 +52,19 @@ def _tf_write(file: Path, out_dir: Path | None, out: Path | None, sandbox: bool,
     stack = out_dir or out or file.parent
     if upgrade and not any(is_managed(p) for p in stack.glob(f"{PREFIX}*.tf")):
         raise UsageError(f"{stack} has no vmplane-managed files to upgrade; run `vmplane tf generate` first")
+
+    def say(message: str) -> None:
+        typer.echo(message, err=True)
+
+    # A real stack's VMs boot: what they need is fetched first, as `apply` does (the sandbox stays offline).
+    left = [] if sandbox else vmconfig_fetch.fetch_missing(spec, cmd.settings.home, say)
     result = write(generate(spec, sandbox_endpoint(spec.provider.cloud) if sandbox else None), stack)
-    for problem in vmconfig.problems(spec, cmd.settings.home):  # written anyway: the copy may be edited
-        typer.echo(f"warning: {problem} (terraform plan fails until the copy pins it)", err=True)
+    if sandbox:
+        for u in vmconfig.unpinned(spec, cmd.settings.home):
+            say(f"note: sandbox: a real VM would fail closed here: {u.message()} (the sandbox stack applies)")
+    elif left:  # written anyway: the copy may be edited; the precondition checks it
+        for problem in [u.message() for u in left] + [vmconfig.ways_out(spec, left, cmd.settings.home)]:
+            say(f"warning: {problem} (terraform plan fails until the copy pins it)")
     cache = _provider_cache(cmd.settings.home, spec.provider.cloud, stack, refresh=upgrade)
     if cmd.json:
         print_json({"dir": str(stack), **result.__dict__, "providerCache": cache})

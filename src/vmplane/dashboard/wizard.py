@@ -26,9 +26,11 @@ from vmplane.jobs.operations import Decision
 from vmplane.jobs.precheck import RefusedBeforeJobError, issues_at
 from vmplane.jobs.service import Phase
 from vmplane.jobs.tokens import Role
+from vmplane.observe import logs
 from vmplane.settings import Settings
 from vmplane.target import Target
 
+_log = logs.get(__name__)
 UPLOAD_LIMIT = 256 * 1024  # an environment file is a few KB; refuse anything far larger
 PASTED = "pasted.jsonc"
 
@@ -69,7 +71,7 @@ def check(settings: Settings, who: Who, text: str, filename: str, sandbox: bool)
     try:
         # The plan runs stepValidate's read-only cloud checks for a new job: the sandbox must be running.
         address = actions.sandbox_endpoint(settings, spec.provider.cloud) if sandbox else None
-        ap = operations.plan_apply(settings, spec, Target.for_spec(spec, address))
+        ap = operations.plan_apply(settings, spec, Target.for_spec(spec, address), say=_log.info)
     except RefusedBeforeJobError as err:  # what the cloud refuses, at its field in the file (422)
         return Checked(text, filename, issues_at(text, err.problems))
     except VmplaneError as err:

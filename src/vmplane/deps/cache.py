@@ -52,15 +52,33 @@ def load(path: Path) -> Manifest:
 
 
 def save(home: Path, manifest: Manifest) -> Path:
-    """Store `manifest` beside the ones already cached and make it current; returns its path."""
+    """Store `manifest` beside the ones already cached and make it current; returns its path.
+
+    A manifest that pins the same as one already cached (the same digest: `generatedAt` aside) is not
+    written again: that file becomes (or stays) current, so a re-run of `deps download` over unchanged
+    upstream content changes neither `current` nor the user-data rendered from it."""
     folder = manifest_dir(home, manifest.kind, manifest.arch)
     folder.mkdir(parents=True, exist_ok=True)
-    stamp = manifest.generated_at.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
-    path = folder / f"{stamp}-{manifest.digest()[:12]}.json"
-    if not path.exists():
+    digest = manifest.digest()
+    path = _same(home, manifest.kind, manifest.arch, digest)
+    if path is None:
+        stamp = manifest.generated_at.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
+        path = folder / f"{stamp}-{digest[:12]}.json"
         _write_atomically(path, manifest.dumps())
-    _write_atomically(folder / CURRENT, path.name + "\n")
+    pointer = folder / CURRENT
+    if not pointer.is_file() or pointer.read_text(encoding="utf-8").strip() != path.name:
+        _write_atomically(pointer, path.name + "\n")
     return path
+
+
+def _same(home: Path, kind: BootstrapMode, arch: Arch, digest: str) -> Path | None:
+    """The cached file pinning what `digest` names: the current one first, then the newest."""
+    pointer = manifest_dir(home, kind, arch) / CURRENT
+    first = [pointer.parent / pointer.read_text(encoding="utf-8").strip()] if pointer.is_file() else []
+    for path in [*first, *reversed(saved(home, kind, arch))]:
+        if path.is_file() and load(path).digest() == digest:
+            return path
+    return None
 
 
 def saved(home: Path, kind: BootstrapMode, arch: Arch) -> list[Path]:
@@ -88,12 +106,15 @@ def current(home: Path, kind: BootstrapMode, arch: Arch) -> Manifest:
 
 
 def by_digest(home: Path, kind: BootstrapMode, arch: Arch, digest: str) -> Manifest | None:
-    """The manifest with this digest (one a job recorded), cached or shipped; None when neither has it."""
-    for path in reversed(saved(home, kind, arch)):
-        if digest[:12] in path.name and (found := load(path)).digest() == digest:
+    """The manifest with this digest (one a job recorded), cached or shipped; None when neither has it.
+    A digest recorded by vmplane 0.2.0 (over `generatedAt` too) is found as well (`has_digest`)."""
+    paths = list(reversed(saved(home, kind, arch)))
+    named = [p for p in paths if digest[:12] in p.name]  # the file's name carries the digest it was saved by
+    for path in [*named, *(p for p in paths if p not in named)]:
+        if (found := load(path)).has_digest(digest):
             return found
     shipped = builtin(kind, arch)
-    return shipped if shipped is not None and shipped.digest() == digest else None
+    return shipped if shipped is not None and shipped.has_digest(digest) else None
 
 
 def builtin(kind: BootstrapMode, arch: Arch) -> Manifest | None:

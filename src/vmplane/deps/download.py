@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from vmplane.deps import cache, fetch_apt, fetch_dnf, fetch_registry, http
-from vmplane.deps.manifest import AL2023, NGINX, Family, Image, Manifest, Package
+from vmplane.deps.manifest import AL2023, FAMILIES, NGINX, Family, Image, Manifest, Package
 from vmplane.deps.sources import NGINX_TAG, apt_families
 from vmplane.envspec.models import Arch, BootstrapMode
 
@@ -71,17 +71,12 @@ def download(
     home: Path, arch: Arch, kinds: list[BootstrapMode], say: Say = lambda _: None
 ) -> tuple[list[Outcome], Transfer]:
     """Fetch, download and save the manifests of `kinds` for `arch`."""
-    indexes = cache.deps_dir(home) / "indexes"
     families: dict[str, Family] = {}
     failed: dict[str, str] = {}
-    readers: list[tuple[str, Callable[[], Family]]] = [
-        *((spec.family, lambda spec=spec: fetch_apt.read_family(spec, arch, indexes)) for spec in apt_families(arch)),
-        (AL2023, lambda: fetch_dnf.read_family(arch, indexes)),
-    ]
-    for name, read in readers:
+    for name in FAMILIES:
         say(f"{name} {arch.value}: reading the repository metadata")
         try:
-            families[name] = read()
+            families[name] = read_family(home, arch, name)
         except http.FetchError as err:
             failed[name] = str(err)
             say(f"{name} {arch.value}: unavailable: {err}")
@@ -104,6 +99,18 @@ def download(
     now = datetime.now(UTC).replace(microsecond=0)
     outcomes = [_save(home, kind, arch, now, families, image, failed, say) for kind in kinds]
     return outcomes, transfer
+
+
+def read_family(home: Path, arch: Arch, name: str) -> Family:
+    """One family's engine packages, pinned from its repository's metadata (indexes kept by sha256 under
+    `deps/indexes/`); nothing is downloaded. Raises FetchError naming the URL that failed."""
+    indexes = cache.deps_dir(home) / "indexes"
+    if name == AL2023:
+        return fetch_dnf.read_family(arch, indexes)
+    spec = next((s for s in apt_families(arch) if s.family == name), None)
+    if spec is None:
+        raise ValueError(f"vmplane pins no family {name!r}")
+    return fetch_apt.read_family(spec, arch, indexes)
 
 
 def _fetch_packages(home: Path, family: Family, transfer: Transfer, say: Say) -> None:

@@ -91,8 +91,12 @@ def _retrying(url: str, once: Callable[[], T]) -> T:
             why, transient = f"interrupted ({type(err).__name__})", True
         except (urllib.error.URLError, OSError) as err:
             reason = getattr(err, "reason", None) or err
-            # A name that does not exist stays so; a timeout, a reset or EAI_AGAIN may pass.
-            transient = not (isinstance(reason, socket.gaierror) and reason.errno == socket.EAI_NONAME)
+            # A name that does not exist stays so, and a port nobody listens on answers at once: retrying
+            # either only delays the refusal. A timeout, a reset or EAI_AGAIN may pass.
+            permanent = isinstance(reason, ConnectionRefusedError) or (
+                isinstance(reason, socket.gaierror) and reason.errno == socket.EAI_NONAME
+            )
+            transient = not permanent
             why = f"unreachable ({reason})"
         if not transient or attempt == ATTEMPTS:
             raise FetchError(f"{url}: {why}")

@@ -94,7 +94,18 @@ class Manifest(_Model):
         return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
     def digest(self) -> str:
+        """What the manifest pins, hashed: the canonical JSON without `generatedAt`, so reading the same
+        upstream content again gives the same digest (and `plan` no change)."""
+        data = self.model_dump(mode="json", by_alias=True, exclude_none=True, exclude={"generated_at"})
+        return hashlib.sha256((json.dumps(data, indent=2, sort_keys=True) + "\n").encode()).hexdigest()
+
+    def legacy_digest(self) -> str:
+        """The digest vmplane 0.2.0 recorded, over the whole file including `generatedAt`: jobs recorded then
+        still name their manifest by it (`cache.by_digest`)."""
         return hashlib.sha256(self.dumps().encode()).hexdigest()
+
+    def has_digest(self, digest: str) -> bool:
+        return digest in (self.digest(), self.legacy_digest())
 
     def missing(self, family: str | None) -> list[str]:
         """What a VM of `family` (None: not known before boot) would find unpinned here, with the reason."""

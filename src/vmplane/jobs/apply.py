@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from vmplane.bootstrap import vmconfig
+from vmplane.bootstrap import vmconfig, vmconfig_fetch
 from vmplane.clouds.base import CloudDriver
 from vmplane.clouds.errors import ProviderInvalidError
 from vmplane.clouds.registry import driver_for
@@ -84,6 +84,8 @@ def plan_apply(
     driver = driver_for(target)
     refuse_unsupported(driver, spec)
     fresh = provision_plan(driver, spec, InfraConfig(), target.describe())
+    if not target.sandbox:  # nothing boots on the sandbox: no fetch, it stays offline (notes instead)
+        vmconfig_fetch.refuse_unpinned(spec, settings.home, say)  # before any job: UnpinnedError, exit 2
     fresh.notes.extend(unpinned_notes(spec, target))
     if job is None:
         return precheck.checked(ApplyPlan(Decision.new, fresh, None), driver, spec, target, say)
@@ -167,7 +169,8 @@ def manifest_changes(job: JobView, spec: EnvSpec) -> list[Change]:
     for pool, now in vmconfig.record(spec).items():
         old = before.get(pool)
         # A pool moved to another file (bootstrap.mode, arch) shows as that field's change already.
-        if old is not None and old["file"] == now["file"] and old["digest"] != now["digest"]:
+        same = old is not None and vmconfig.same_manifest(spec, pool, old["digest"], now["digest"])
+        if old is not None and old["file"] == now["file"] and not same:
             path = "vmconfig." + now["file"].removeprefix("vmplane.env.vmconfig.").removesuffix(".json")
             changed[path] = (old["digest"][:12], now["digest"][:12])
     return [Change(path, old, new, Impact.vm) for path, (old, new) in sorted(changed.items())]

@@ -49,6 +49,8 @@ def _validate(driver: CloudDriver, ctx: Context, job: JobView) -> None:
     problems = driver.validate(ctx.spec)
     # Every cloud's: a pool whose family or NGINX image is unpinned would fail closed at boot. Nothing
     # boots on the sandbox, so there the log says what a real VM would lack and the apply goes on.
+    # Elsewhere plan_apply fetched (or refused, before the job existed) what the current manifests lacked:
+    # this is the safety net for what it does not see (a resumed job's recorded manifest, a cache emptied since).
     if job.target.sandbox:
         for note in vmconfig.sandbox_notes(ctx.spec, recorded=ctx.vmconfig):
             ctx.log(note)

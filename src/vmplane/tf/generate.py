@@ -55,7 +55,10 @@ def generate(spec: EnvSpec, sandbox_endpoint: str | None = None) -> dict[str, st
     if spec.state is not None:
         tf["backend.tf"] = stack.backend(spec)
     if sandbox_endpoint:
-        tf["sandbox_override.tf"] = stack.sandbox_override(spec, sandbox_endpoint)
+        tf["sandbox_override.tf"] = [
+            *stack.sandbox_override(spec, sandbox_endpoint),
+            *vmconfig_files.sandbox_locals(spec),
+        ]
     files = {f"{PREFIX}{name}": HEADER + render(items) for name, items in tf.items()}
     files[SCHEMA_FILENAME] = json.dumps(env_json_schema(), indent=2, sort_keys=True) + "\n"
     files.update(vmconfig_files.copies(spec))  # the pools' manifests, read by the user-data

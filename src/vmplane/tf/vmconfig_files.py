@@ -4,7 +4,9 @@
 `vmplane.env.vmconfig.<kind>.<arch>.json` (re-running replaces the copies). The user-data in
 `inputs.vm.tf` holds a placeholder that `local.user_data` replaces with `base64gzip(file(copy))`, so an
 edited copy shows in `terraform plan` as a user-data (template) change; `local.vmconfig_missing` lists
-what a pool's copy leaves unpinned, and each pool's template carries a precondition on it.
+what a pool's copy leaves unpinned, and each pool's template carries a precondition on it while
+`local.vmconfig_fail_closed` holds. A `--sandbox` stack, where nothing boots, turns that off in its override
+file (`sandbox_locals`), saying in a comment what a real VM would fail closed on; a real stack keeps it.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pathlib import Path
 from vmplane.bootstrap import vmconfig
 from vmplane.deps.manifest import family_of_image
 from vmplane.envspec.models import BootstrapMode, EnvSpec
-from vmplane.tf.hcl import Block, Expr
+from vmplane.tf.hcl import Block, Expr, Item
 
 # Where the manifest's gz+b64 text goes in the rendered user-data (a plain YAML scalar).
 PLACEHOLDER = "VMPLANE_VMCONFIG_FROM_TERRAFORM"
@@ -49,7 +51,9 @@ def pool_inputs(spec: EnvSpec, home: Path | None = None) -> dict[str, dict[str, 
 
 
 def add_locals(loc: Block) -> None:
-    """The user-data with the copy read in, and what each pool's copy leaves unpinned."""
+    """The user-data with the copy read in, what each pool's copy leaves unpinned, and whether the
+    templates' precondition refuses it (`sandbox_locals` overrides that)."""
+    loc.attr("vmconfig_fail_closed", True)
     copy = 'jsondecode(file("${path.module}/${v.file}"))'
     loc.attr(
         "user_data",
@@ -76,9 +80,10 @@ def add_locals(loc: Block) -> None:
 
 
 def precondition(lifecycle: Block, pool: str = "each.key") -> None:
-    """Fail `terraform plan` while the pool's copy leaves its family or the NGINX image unpinned."""
+    """Fail `terraform plan` while the pool's copy leaves its family or the NGINX image unpinned (on a
+    real stack: `local.vmconfig_fail_closed`)."""
     check = lifecycle.block("precondition")
-    check.attr("condition", Expr(f"length(local.vmconfig_missing[{pool}]) == 0"))
+    check.attr("condition", Expr(f"!local.vmconfig_fail_closed || length(local.vmconfig_missing[{pool}]) == 0"))
     check.attr(
         "error_message",
         Expr(
@@ -88,3 +93,22 @@ def precondition(lifecycle: Block, pool: str = "each.key") -> None:
             'reachable and generate again, or edit the copy."'
         ),
     )
+
+
+def sandbox_locals(spec: EnvSpec, home: Path | None = None) -> list[Item]:
+    """The sandbox override's part: nothing boots there, so the precondition does not stop the apply
+    (as the direct apply on the sandbox goes on); the comment names what a real VM would fail closed on."""
+    found = vmconfig.unpinned(spec, home)
+    lines = [
+        "The sandbox boots nothing: the vmconfig precondition is off here, as the direct apply on the sandbox",
+        "goes on. A real stack (generated without --sandbox) keeps it.",
+    ]
+    if found:
+        lines.append("A real VM would fail closed on:")
+        lines += [f"  {u.message()}" for u in found]
+    else:
+        lines.append("The copies pin what the pools need: a real VM would not fail closed on them.")
+    loc = Block("locals")
+    for line in lines:
+        loc.comment(line)
+    return [loc.attr("vmconfig_fail_closed", False)]
