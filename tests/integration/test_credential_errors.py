@@ -22,9 +22,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from tests import deps_servers
 from tests.credential_failures import FAST, one_error_line, timed
 from tests.helpers import EXAMPLES, Cli, free_port
-from tests.integration.test_vmconfig_terraform import pin_vmconfig
+
+from vmplane.bootstrap import vmconfig_fetch
+from vmplane.envspec.load import load_spec
 
 FAKE_KEY_ID = "AKIAIOSFODNN7EXAMPLE"  # AWS's documented example key: nothing real
 FAKE_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
@@ -95,9 +98,13 @@ def _aws_refuses_the_keys(req: BaseHTTPRequestHandler, body: bytes) -> tuple[int
 def _cli(tmp_path: Path) -> Cli:
     """A CLI with its own home. fixed.jsonc and gcp-fixed.jsonc run nginx, whose image digest this machine
     cannot fetch; the refusal that causes (issue 23 item 1, not these tests' subject) would come before any
-    cloud call, so the home's deps cache gets a manifest pinning it (made-up digests: nothing boots)."""
+    cloud call, so the home pins what they need first, fetched from the fake upstreams as a connected site
+    would from the real ones."""
     home = tmp_path / "home"
-    pin_vmconfig(home)
+    with deps_servers.serve("amd64") as upstream, pytest.MonkeyPatch.context() as mp:
+        mp.setenv("VMPLANE_DEPS_MIRRORS", upstream.mirrors())
+        for example in ("fixed.jsonc", "gcp-fixed.jsonc"):
+            assert vmconfig_fetch.fetch_missing(load_spec(EXAMPLES / example), home) == []
     return Cli(home=home, sandbox_port=free_port())  # no sandbox runs: a port the CLI never dials
 
 

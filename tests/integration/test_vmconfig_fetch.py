@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from tests import deps_servers as fakes
-from tests.helpers import EXAMPLES, Cli, free_port
+from tests.helpers import EXAMPLES, Cli, Sandbox, free_port
 from tests.integration import test_deps_download
 
 from vmplane.bootstrap import vmconfig_fetch
@@ -93,12 +93,14 @@ def test_a_bare_pool_needs_only_its_family(fake: fakes.Fake, tmp_path: Path) -> 
     assert vmconfig_fetch.lacking(shipped, {DEBIAN_12, NGINX}) == [NGINX]
 
 
-def test_the_sandbox_never_fetches(fake: fakes.Fake, tmp_path: Path) -> None:
-    """Nothing boots on the sandbox: `plan_apply` keeps the notes and reads nothing (it stays offline)."""
+@pytest.mark.sandbox
+def test_the_sandbox_never_fetches(fake: fakes.Fake, sandbox: Sandbox, tmp_path: Path) -> None:
+    """Nothing boots on the sandbox: `plan_apply` keeps the notes and reads nothing from the upstreams (it
+    stays offline); it asks the sandbox only what stepValidate would refuse."""
     said: list[str] = []
     spec = load_spec(EXAMPLES / "web.jsonc")
-    ap = plan_apply(Settings(home=tmp_path), spec, Target.for_spec(spec, "http://127.0.0.1:1"), say=said.append)
-    assert fake.hits == [] and said == []
+    ap = plan_apply(Settings(home=tmp_path), spec, Target.for_spec(spec, sandbox.endpoint), say=said.append)
+    assert fake.hits == [] and not [m for m in said if "fetch" in m or "reading" in m]
     assert any(n.startswith("sandbox: a real VM would fail closed here: pools.web.image:") for n in ap.plan.notes)
     assert not cache.saved(tmp_path, BootstrapMode.nginx, Arch.amd64)
 

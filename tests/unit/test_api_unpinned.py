@@ -15,7 +15,7 @@ from vmplane.api.app import JOBS, create_app
 from vmplane.deps import cache
 from vmplane.envspec.load import load_spec
 from vmplane.envspec.models import Arch, BootstrapMode
-from vmplane.jobs import tokens
+from vmplane.jobs import precheck, tokens
 from vmplane.settings import Settings
 from vmplane.store.db import transaction
 
@@ -53,6 +53,10 @@ def test_an_unreachable_source_is_a_422_and_nothing_is_recorded(
 
 
 def test_reachable_sources_are_pinned_and_the_job_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # No AWS account here: after the fetch, the cloud's answer to stepValidate's read-only checks
+    # (jobs/precheck.py) is "no objection". Those checks are tested against the sandbox
+    # (tests/integration/test_refused_before_job.py); this test is about the manifests.
+    monkeypatch.setattr(precheck, "problems", lambda *_a: [])
     with deps_servers.serve("amd64") as upstream:
         monkeypatch.setenv("VMPLANE_DEPS_MIRRORS", upstream.mirrors())
         client, auth = client_for(tmp_path)

@@ -1,11 +1,12 @@
 """stepValidate's checks run before a job exists, so a request bound to fail records nothing.
 
 `plan_apply` calls `checked` for the decisions that would create or re-run a job (a new one, a failed
-job with a corrected file). It runs what stepValidate would refuse: the unpinned vmconfig artifacts on
-a real cloud, then the driver's read-only cloud check (`CloudDriver.precheck`: the instance type offered
-in the zones, the images, the DNS zone, the Proxmox templates, names owned by someone else). A refusal
-is exit 2 / HTTP 422 naming each field; a cloud that cannot be reached or refuses the credentials
-raises its CloudError, also before anything is recorded.
+job with a corrected file). The unpinned vmconfig artifacts were fetched or refused just before, by
+`bootstrap.vmconfig_fetch`; this runs the rest of what stepValidate would refuse: the driver's read-only
+cloud check (`CloudDriver.precheck`: the instance type offered in the zones, the images, the DNS zone,
+the Proxmox templates, names owned by someone else). A refusal is exit 2 / HTTP 422 naming each field;
+a cloud that cannot be reached or refuses the credentials raises its CloudError, also before anything
+is recorded.
 """
 
 from __future__ import annotations
@@ -44,13 +45,10 @@ class RefusedBeforeJobError(UsageError):
 def problems(driver: CloudDriver, spec: EnvSpec, target: Target, ap: ApplyPlan) -> list[str]:
     """What the job would refuse at stepValidate, each naming its field (empty: it would go on). In
     stepValidate's order: the driver's own answer first (plan_apply ran its capability check)."""
-    from vmplane.bootstrap import vmconfig  # here: `vmplane validate` imports this module and must start fast
 
     try:
         driver.validate(spec)
-        # Nothing boots on a sandbox: there the job logs what a VM would lack instead of refusing.
-        if not target.sandbox and (found := vmconfig.problems(spec)):
-            return found
+        # What the VMs would find unpinned was fetched or refused before this (vmconfig_fetch, in plan_apply).
         return driver.precheck(spec, ap.job.id if ap.job else UNBORN_JOB, ap.job.infra if ap.job else None)
     except ProviderInvalidError:
         return []  # a provider that answers Invalid to everything (the Azure stub): its job records that
