@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
 from vmplane.bootstrap import vmconfig, vmconfig_fetch
@@ -86,7 +87,7 @@ def plan_apply(
     fresh = provision_plan(driver, spec, InfraConfig(), target.describe())
     if not target.sandbox:  # nothing boots on the sandbox: no fetch, it stays offline (notes instead)
         vmconfig_fetch.refuse_unpinned(spec, settings.home, say)  # before any job: UnpinnedError, exit 2
-    fresh.notes.extend(unpinned_notes(spec, target))
+    fresh.notes.extend(unpinned_notes(spec, target, settings.home))  # the cache the fetch wrote
     if job is None:
         return precheck.checked(ApplyPlan(Decision.new, fresh, None), driver, spec, target, say)
     same = job.config["spec"] == jobs.spec_json(spec) and not manifest_changes(job, spec)
@@ -152,11 +153,12 @@ def _classified_update(spec: EnvSpec, target: Target, job: JobView) -> ApplyPlan
     return ApplyPlan(Decision.refused if refusals else Decision.update, plan, job, changes, refusals)
 
 
-def unpinned_notes(spec: EnvSpec, target: Target) -> list[str]:
-    """What stepValidate will say of unpinned vmconfig artifacts: a warning on the sandbox, a refusal elsewhere."""
+def unpinned_notes(spec: EnvSpec, target: Target, home: Path | None = None) -> list[str]:
+    """What stepValidate will say of unpinned vmconfig artifacts: a warning on the sandbox, a refusal elsewhere.
+    `home`: the cache the fetch just used (default: the process's)."""
     if target.sandbox:
-        return vmconfig.sandbox_notes(spec)
-    return [f"stepValidate will refuse: {p}" for p in vmconfig.problems(spec)]
+        return vmconfig.sandbox_notes(spec, home)
+    return [f"stepValidate will refuse: {p}" for p in vmconfig.problems(spec, home)]
 
 
 def manifest_changes(job: JobView, spec: EnvSpec) -> list[Change]:
