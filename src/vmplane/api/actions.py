@@ -14,7 +14,7 @@ from vmplane.envspec.impact import CONSEQUENCE, Impact
 from vmplane.envspec.models import EnvSpec
 from vmplane.jobs import operations
 from vmplane.jobs.forget import forget, forgettable
-from vmplane.jobs.operations import Decision, OperationPlan
+from vmplane.jobs.operations import ApplyPlan, Decision, OperationPlan
 from vmplane.jobs.service import JobConflictError, JobStatus, JobView
 from vmplane.observe import logs
 from vmplane.settings import Settings
@@ -41,12 +41,15 @@ def plan_vm_op(job: JobView, body: VmOp) -> tuple[OperationPlan, list[dict[str, 
     return op, [{"path": f"pools.{body.pool or '*'}", "impact": "vm", "consequence": "outdated VMs replaced"}]
 
 
-def create(settings: Settings, spec: EnvSpec, *, sandbox: bool) -> str:
+def create(settings: Settings, spec: EnvSpec, *, sandbox: bool, planned: ApplyPlan | None = None) -> str:
     """Record a new environment's job and return its id; an environment that already has a job is a
-    conflict (update it or delete it first). The caller checks the org and starts the workflow."""
+    conflict (update it or delete it first). The caller checks the org and starts the workflow.
+    `planned`: the plan the caller just made for the same spec and target (the dashboard's check), so the
+    cloud's read-only checks are not asked twice in one request."""
     endpoint = sandbox_endpoint(settings, spec.provider.cloud) if sandbox else None
     target = Target.for_spec(spec, endpoint)
-    ap = operations.plan_apply(settings, spec, target, say=_log.info)  # the fetch's progress: the server log
+    # The fetch's progress goes to the server log.
+    ap = planned if planned is not None else operations.plan_apply(settings, spec, target, say=_log.info)
     if ap.decision is not Decision.new:
         raise JobConflictError(
             f"environment {spec.org}/{spec.name} already has job {ap.job.id if ap.job else '?'}; "

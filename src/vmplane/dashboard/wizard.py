@@ -22,7 +22,7 @@ from vmplane.envspec.models import EnvSpec
 from vmplane.envspec.starter import render_starter
 from vmplane.errors import VmplaneError
 from vmplane.jobs import operations
-from vmplane.jobs.operations import Decision
+from vmplane.jobs.operations import ApplyPlan, Decision
 from vmplane.jobs.precheck import RefusedBeforeJobError, issues_at
 from vmplane.jobs.service import Phase
 from vmplane.jobs.tokens import Role
@@ -46,6 +46,7 @@ class Checked:
     plan: dict[str, Any] | None = None
     cost: dict[str, Any] | None = None
     conflict: str | None = None  # why it cannot be applied although it is valid (an existing job)
+    planned: ApplyPlan | None = None  # what `plan` showed, which the apply then records
 
 
 def _org_issue(text: str, spec: EnvSpec, who: Who) -> SpecIssue | None:
@@ -77,6 +78,7 @@ def check(settings: Settings, who: Who, text: str, filename: str, sandbox: bool)
     except VmplaneError as err:
         out.conflict = str(err)
         return out
+    out.planned = ap
     out.plan = {
         **ap.plan.to_json(),
         "changes": [{**c.to_json(), "consequence": CONSEQUENCE[c.impact]} for c in ap.changes],
@@ -147,7 +149,7 @@ def router(dash: Dashboard) -> APIRouter:
         if checked.issues or checked.conflict or checked.spec is None:
             return page(request, who, checked, sandbox, 422 if checked.issues else 409)
         try:
-            job_id = actions.create(dash.settings, checked.spec, sandbox=sandbox)
+            job_id = actions.create(dash.settings, checked.spec, sandbox=sandbox, planned=checked.planned)
         except VmplaneError as err:
             checked.conflict = str(err)
             return page(request, who, checked, sandbox, err.http_status)
