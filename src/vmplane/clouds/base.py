@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 from vmplane.bootstrap.cloudinit import check_user_data_size, render_user_data
 from vmplane.bootstrap.runtime import render_push_script
+from vmplane.clouds.drift import Drift
 from vmplane.clouds.errors import (
     ConflictError,
     DeadlineExceededError,
@@ -196,6 +197,7 @@ class Capabilities:
     user_data_bytes: int  # the largest bootstrap (cloud-init user-data) a VM can be given
     tags: TagRules
     schedules: bool = False  # runs a pool's `schedule` on the cloud's own scheduler
+    drift: bool = False  # reads its resources back and repairs them (`drift`, `repair_drift`)
 
 
 class CloudDriver(abc.ABC):
@@ -313,6 +315,17 @@ class CloudDriver(abc.ABC):
     @abc.abstractmethod
     def leftovers(self, ctx: Context) -> list[Leftover]:
         """Everything still tagged with the job (a clean teardown leaves none)."""
+
+    # ---- drift (`clouds.drift`) ----
+    def drift(self, ctx: Context) -> list[Drift]:
+        """How the cloud differs from `ctx.spec` and `ctx.infra`: read-only, no `save`."""
+        raise self.unsupported("drift detection")
+
+    def repair_drift(self, ctx: Context) -> None:
+        """stepRepairDrift: read the drift again and make the cloud match (extras deleted, rules and tags
+        set back, stopped VMs started); what is missing is dropped from the record so the provisioning
+        steps that follow create it again under its name. Idempotent; the user's resources are never changed."""
+        raise self.unsupported("drift repair")
 
     # ---- exec channel ----
     @abc.abstractmethod

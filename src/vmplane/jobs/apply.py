@@ -18,10 +18,11 @@ from vmplane.cost.delta import plan_cost
 from vmplane.envspec.impact import CONSEQUENCE, Change, Impact, diff
 from vmplane.envspec.models import EnvSpec
 from vmplane.errors import UsageError
-from vmplane.jobs import precheck
+from vmplane.jobs import drift, precheck
 from vmplane.jobs import service as jobs
 from vmplane.jobs.poolsizes import scaled_notes, size_resources
 from vmplane.jobs.service import JobConflictError, JobStatus, JobView, OperationRecord, Phase
+from vmplane.jobs.vmops import OperationPlan
 from vmplane.pipeline.plan import TEARDOWN_STEPS, Plan, PlanKind, provision_plan, provision_steps, teardown_plan
 from vmplane.settings import Settings
 from vmplane.state import InfraConfig
@@ -56,6 +57,7 @@ class Decision(StrEnum):
     no_changes = "no_changes"  # applied and identical
     update = "update"  # applied and different, every change can be made in place: an `update` operation
     refused = "refused"  # applied and different, and some change cannot be made in place
+    repair = "repair"  # applied and identical, but the cloud drifted from it: a `repair` operation
 
 
 @dataclass
@@ -65,6 +67,7 @@ class ApplyPlan:
     job: JobView | None
     changes: list[Change] = field(default_factory=list)
     refusals: list[str] = field(default_factory=list)
+    repair: OperationPlan | None = None  # Decision.repair: the operation to record
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -77,8 +80,16 @@ class ApplyPlan:
 
 
 def plan_apply(
-    settings: Settings, spec: EnvSpec, target: Target, *, say: Callable[[str], None] = lambda _m: None
+    settings: Settings,
+    spec: EnvSpec,
+    target: Target,
+    *,
+    say: Callable[[str], None] = lambda _m: None,
+    refresh: bool = True,
 ) -> ApplyPlan:
+    """What applying `spec` means. `refresh`: an applied environment's cloud is read first (`jobs.drift`),
+    and what drifted is repaired by the apply (its own plan lines); False compares the file with the
+    record only."""
     with transaction(settings.db_url) as s:
         row = jobs.find_current_job(s, spec.org, spec.name, target.sandbox)  # real and sandbox: two targets
         job = jobs.view(row) if row is not None else None
@@ -102,9 +113,13 @@ def plan_apply(
             f"`vmplane resume {job.id}` retries it, or apply a corrected file"
         )
     if job.status is JobStatus.succeeded or failed_op is not None:
+        report = drift.check(job) if refresh and drift.checkable(job) and job.target == target else None
         if same:
+            if report is not None and report.drift:
+                op = drift.plan_repair(job, report)
+                return ApplyPlan(Decision.repair, op.plan, job, repair=op)
             return ApplyPlan(Decision.no_changes, Plan(PlanKind.none, spec.name, target.describe(), []), job)
-        return _classified_update(spec, target, job)
+        return _classified_update(spec, target, job, report)
     if job.target != target:
         raise JobConflictError(f"job {job.id} runs on {job.target.describe()}, not {target.describe()}")
     remaining = [s.name for s in job.steps if s.status != jobs.StepStatus.succeeded]
@@ -114,14 +129,19 @@ def plan_apply(
     return ApplyPlan(Decision.resume, fresh, job)
 
 
-def plan_update(spec: EnvSpec, target: Target, job: JobView) -> ApplyPlan:
-    """An applied environment and a changed file: every change classified by its impact."""
+def plan_update(spec: EnvSpec, target: Target, job: JobView, *, refresh: bool = True) -> ApplyPlan:
+    """An applied environment and a changed file: every change classified by its impact (and, with
+    `refresh`, what drifted in the cloud repaired first)."""
     refuse_unsupported(driver_for(target), spec)
-    return _classified_update(spec, target, job)
+    report = drift.check(job) if refresh and drift.checkable(job) and job.target == target else None
+    return _classified_update(spec, target, job, report)
 
 
-def _classified_update(spec: EnvSpec, target: Target, job: JobView) -> ApplyPlan:
-    """plan_update once the file passed the driver's capability check (plan_apply ran it already)."""
+def _classified_update(
+    spec: EnvSpec, target: Target, job: JobView, report: drift.DriftReport | None = None
+) -> ApplyPlan:
+    """plan_update once the file passed the driver's capability check (plan_apply ran it already).
+    `report`: the cloud's drift, repaired by the update's first steps."""
     changes = diff(job.config["spec"], jobs.spec_json(spec)) + manifest_changes(job, spec)
     refusals: list[str] = []
     for c in changes:
@@ -140,6 +160,8 @@ def _classified_update(spec: EnvSpec, target: Target, job: JobView) -> ApplyPlan
         steps = provision_steps(spec)  # stepFinalize pushes runtime changes among the others
     if any(c.path == "tags" or c.path.startswith("tags.") for c in changes):
         steps.insert(steps.index("stepRegisterSpace"), "stepUpdateTags")
+    if report is not None and report.repairable:
+        steps = drift.with_repair(steps if "stepValidate" in steps else provision_steps(spec))
     counts = Counter(c.impact.value for c in changes)
     headline = "Update: " + ", ".join(f"{n} {impact}" for impact, n in sorted(counts.items())) + " change(s)."
     # The VMs a size change launches or terminates are resource lines, so a smaller pool reads as destruction.
@@ -150,6 +172,8 @@ def _classified_update(spec: EnvSpec, target: Target, job: JobView) -> ApplyPlan
     plan.notes.extend(scaled_notes(job, spec))
     plan.notes.extend(unpinned_notes(spec, target))
     plan.cost = plan_cost(job.spec, spec)
+    if report is not None:
+        plan.repairs = list(report.drift)
     return ApplyPlan(Decision.refused if refusals else Decision.update, plan, job, changes, refusals)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
 REGISTRY = CollectorRegistry(auto_describe=True)
@@ -30,6 +30,13 @@ CLOUD_CALLS = Counter(
     "Cloud API requests (attempts) by outcome: ok, throttled (refused for rate, retried or not), retried "
     "(a transient failure that was retried), failed (an error that was not retried).",
     ("cloud", "service", "operation", "outcome"),
+    registry=REGISTRY,
+)
+DRIFT = Gauge(
+    "vmplane_drift_resources",
+    "Resources that differed from the file at the last drift check in this process (drift, plan, apply), by "
+    "resource kind and change (missing, changed, extra).",
+    ("kind", "change"),
     registry=REGISTRY,
 )
 
@@ -52,6 +59,21 @@ def count_call(cloud: str, method: str, outcome: str, n: int = 1) -> None:
 
 def observe_step(step: str, cloud: str, phase: str, outcome: str, seconds: float) -> None:
     STEP_DURATION.labels(step, cloud, phase, outcome).observe(seconds)
+
+
+def set_drift(found: dict[tuple[str, str], int]) -> None:
+    """The last check's counts: label sets it did not find go back to 0 (a repaired kind reads 0, not its
+    old count)."""
+    with _lock:
+        for labels in list(_drift_seen):
+            if labels not in found:
+                DRIFT.labels(*labels).set(0)
+        for labels, n in found.items():
+            DRIFT.labels(*labels).set(n)
+            _drift_seen.add(labels)
+
+
+_drift_seen: set[tuple[str, str]] = set()
 
 
 def exposition() -> bytes:

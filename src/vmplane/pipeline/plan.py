@@ -7,6 +7,7 @@ OpenTofu stack can be compared line for line.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -14,6 +15,7 @@ from graphlib import CycleError, TopologicalSorter
 from typing import Any
 
 from vmplane.clouds.base import Action, CloudDriver, PlannedResource
+from vmplane.clouds.drift import Drift, DriftChange
 from vmplane.clouds.steps import step_of
 from vmplane.cost.delta import plan_cost
 from vmplane.envspec.models import EnvSpec
@@ -51,12 +53,15 @@ OPERATION_STEPS = [
     "stepPushRuntime",
     "stepStopPools",
     "stepStartPools",
+    "stepRepairDrift",
 ]
 KNOWN_STEPS = frozenset([*PROVISION_STEPS, *LB_STEPS, *TEARDOWN_STEPS, *OPERATION_STEPS])
 
 
 # Steps that run after every step before them in the list (they read what all the others recorded).
 ALL_BEFORE = {"stepUpdateTags", "stepRegisterSpace"}
+# Steps every step after them in the list needs: the repair changes the record the others reconcile from.
+BARRIERS = {"stepRepairDrift"}
 
 
 def step_graph(names: list[str], depends: Mapping[str, list[str]]) -> dict[str, list[str]]:
@@ -79,6 +84,8 @@ def step_graph(names: list[str], depends: Mapping[str, list[str]]) -> dict[str, 
             graph[name] = [d for d in depends[name] if step_of(d) in order]
         else:
             graph[name] = names[i - 1 : i]
+        barriers = [b for b in names[:i] if b in BARRIERS and b not in graph[name]]
+        graph[name] = [*graph[name], *barriers]
     sorter = _sorter(graph)
     try:
         sorter.prepare()
@@ -138,6 +145,7 @@ class PlanKind(StrEnum):
     rotate = "rotate"
     stop = "stop"
     start = "start"
+    repair = "repair"
 
 
 class PlanError(VmplaneError):
@@ -157,23 +165,28 @@ class Plan:
     # Changes made in place that are not resource lines (an update's changed fields, each shown as `~ path:
     # old -> new`; the sizes a scale sets): counted as changes, next to the VMs a size change adds or destroys.
     changed_fields: int = 0
+    # What the cloud's refresh found changed outside vmplane (`clouds.drift`), repaired by stepRepairDrift;
+    # shown as their own lines and counted with the resources.
+    repairs: list[Drift] = field(default_factory=list)
 
     def count(self, *actions: Action) -> int:
         return sum(1 for r in self.resources if r.action in actions)
 
     def counts(self) -> dict[str, int]:
-        """What the summary counts: a replacement adds one and destroys one."""
+        """What the summary counts: a replacement adds one and destroys one; a repair of something missing
+        adds it, of something changed changes it, of an extra destroys it (reported-only drift is not counted)."""
+        fixes = Counter(d.change for d in self.repairs if d.repairable)
         return {
-            "add": self.count(Action.create, Action.recreate),
-            "change": self.count(Action.update) + self.changed_fields,
-            "destroy": self.count(Action.destroy, Action.recreate),
+            "add": self.count(Action.create, Action.recreate) + fixes[DriftChange.missing],
+            "change": self.count(Action.update) + self.changed_fields + fixes[DriftChange.changed],
+            "destroy": self.count(Action.destroy, Action.recreate) + fixes[DriftChange.extra],
         }
 
     @property
     def summary(self) -> str:
-        if self.headline and not self.resources and not self.changed_fields:
+        if self.headline and not self.resources and not self.changed_fields and not self.repairs:
             return self.headline
-        if not self.resources and not self.changed_fields:
+        if not self.resources and not self.changed_fields and not self.repairs:
             return "No changes."
         n = self.counts()
         counted = f"Plan: {n['add']} to add, {n['change']} to change, {n['destroy']} to destroy."
@@ -193,6 +206,7 @@ class Plan:
                 {"action": r.action.value, "type": r.type, "name": r.name, "step": r.step, "detail": r.detail}
                 for r in self.resources
             ],
+            "repairs": [d.to_json() for d in self.repairs],
             "notes": self.notes,
             "summary": self.summary,
             "counts": self.counts(),

@@ -203,6 +203,7 @@ STEPS: dict[str, StepFn] = {
     "stepPushRuntime": lambda d, c, j: _push(d, c, j),
     "stepStopPools": lambda d, c, j: _stop_start(d, c, j, stop=True),
     "stepStartPools": lambda d, c, j: _stop_start(d, c, j, stop=False),
+    "stepRepairDrift": lambda d, c, j: d.repair_drift(c),
 }
 
 
