@@ -166,7 +166,7 @@ def test_summary_and_legend_list_only_actions_present():
 
 def test_to_json_shape(spec):
     data = provision(spec, "sandbox").to_json()
-    assert set(data) == {"kind", "env", "target", "steps", "resources", "notes", "summary", "counts", "cost"}
+    assert set(data) == {"kind", "env", "target", "steps", "resources", "notes", "summary", "counts", "cost", "repairs"}
     assert data["counts"] == {"add": len(data["resources"]), "change": 0, "destroy": 0}
     assert data["resources"][0] == {
         "action": "+",

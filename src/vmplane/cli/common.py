@@ -43,6 +43,14 @@ SandboxOpt = Annotated[
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
 # `-o` means the output format on every command; directories are `--dir`/`-d`.
 OutputOpt = Annotated[str, typer.Option("--output", "-o", help="text or json (one JSON object on stdout).")]
+RefreshOpt = Annotated[
+    str,
+    typer.Option(
+        "--refresh",
+        help="true (default): read an applied environment's cloud first and repair what drifted from the file; "
+        "false: compare the file with vmplane's record only.",
+    ),
+]
 EnvArg = Annotated[str, typer.Argument(help="Environment name or job id.")]
 
 
@@ -78,6 +86,12 @@ def begin(output: str) -> Cmd:
     if output not in ("text", "json"):
         raise UsageError(f"--output must be text or json, not {output!r}")
     return Cmd(output == "json")
+
+
+def refresh_flag(value: str) -> bool:
+    if value.lower() not in ("true", "false"):
+        raise UsageError(f"--refresh must be true or false, not {value!r}")
+    return value.lower() == "true"
 
 
 def print_error(message: str) -> None:

@@ -14,10 +14,12 @@ from vmplane.cli.common import (
     EXIT_USAGE,
     FileOpt,
     OutputOpt,
+    RefreshOpt,
     SandboxOpt,
     begin,
     load,
     print_json,
+    refresh_flag,
     say_on_stderr,
     target,
 )
@@ -84,11 +86,14 @@ def validate(file: FileOpt = DEFAULT_FILE, output: OutputOpt = "text") -> None:
         typer.echo(f"{file}: valid ({spec.name}, {len(spec.pools)} pool{'s' if len(spec.pools) != 1 else ''})")
 
 
-def plan(file: FileOpt = DEFAULT_FILE, sandbox: SandboxOpt = False, output: OutputOpt = "text") -> None:
+def plan(
+    file: FileOpt = DEFAULT_FILE, sandbox: SandboxOpt = False, output: OutputOpt = "text", refresh: RefreshOpt = "true"
+) -> None:
     """Show the steps and resources `apply` would run and create, or for an applied environment each
     changed field with its impact (runtime, vm, cloud, identity) and what applying it does. Exits 2,
     with the reasons, when `apply` would be refused: for a new job that includes what the cloud would
-    refuse at stepValidate (read-only calls: the instance type in the zones, images, DNS zone, templates)."""
+    refuse at stepValidate (read-only calls: the instance type in the zones, images, DNS zone, templates).
+    An applied environment's cloud is read (`--refresh false` skips it): what drifted shows as repairs."""
     from vmplane.cli.render import show_changes, show_plan
     from vmplane.jobs import operations
     from vmplane.jobs.operations import Decision
@@ -97,7 +102,7 @@ def plan(file: FileOpt = DEFAULT_FILE, sandbox: SandboxOpt = False, output: Outp
     spec = load(file)
     # The cloud's read-only checks need the sandbox running, as `apply` does; it creates nothing.
     where = target(spec, sandbox, cmd.con)
-    ap = operations.plan_apply(cmd.settings, spec, where, say=say_on_stderr)
+    ap = operations.plan_apply(cmd.settings, spec, where, say=say_on_stderr, refresh=refresh_flag(refresh))
     if cmd.json:
         print_json(ap.to_json())
     else:

@@ -7,7 +7,7 @@ rich. They never import the engine (DBOS) or a cloud SDK.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -16,6 +16,7 @@ from vmplane.cli.common import (
     EXIT_OK,
     FileOpt,
     OutputOpt,
+    RefreshOpt,
     SandboxOpt,
     YesOpt,
     begin,
@@ -23,22 +24,33 @@ from vmplane.cli.common import (
     ensure_sandbox,
     load,
     print_json,
+    refresh_flag,
     say_on_stderr,
     target,
 )
 from vmplane.cli.running import finish, finish_operation, run_job
 from vmplane.errors import UsageError
 
+if TYPE_CHECKING:
+    from vmplane.jobs.service import JobView
+    from vmplane.settings import Settings
+
 OrgOpt = Annotated[str | None, typer.Option(help="Only this org.")]
 
 
 def apply(
-    file: FileOpt = DEFAULT_FILE, sandbox: SandboxOpt = False, yes: YesOpt = False, output: OutputOpt = "text"
+    file: FileOpt = DEFAULT_FILE,
+    sandbox: SandboxOpt = False,
+    yes: YesOpt = False,
+    output: OutputOpt = "text",
+    refresh: RefreshOpt = "true",
 ) -> None:
-    """Provision the environment (or update an applied one in place): plan, confirm, run with live progress."""
+    """Provision the environment (or update an applied one in place): plan, confirm, run with live progress.
+    An applied environment's cloud is read first: what drifted from the file is repaired (`--refresh false`
+    skips the reads)."""
     from rich.markup import escape
 
-    from vmplane.cli.render import show_changes, show_cost, show_plan, show_resources
+    from vmplane.cli.render import show_changes, show_cost, show_plan, show_repairs, show_resources
     from vmplane.jobs import operations
     from vmplane.jobs.operations import Decision
     from vmplane.jobs.service import Phase
@@ -47,7 +59,14 @@ def apply(
     con, settings = cmd.con, cmd.settings
     spec = load(file)
     where = target(spec, sandbox, con)
-    ap = operations.plan_apply(settings, spec, where, say=say_on_stderr)
+    ap = operations.plan_apply(settings, spec, where, say=say_on_stderr, refresh=refresh_flag(refresh))
+    if ap.decision is Decision.repair:
+        assert ap.job is not None and ap.repair is not None
+        show_plan(con, ap.plan)
+        confirm(con, f"Repair {ap.job.org}/{ap.job.env}?", yes)
+        operations.begin_operation(settings, ap.repair)
+        con.print(f"\njob [bold]{ap.job.id}[/] repair")
+        finish_operation(cmd, run_job(cmd, ap.job.id, Phase.operation))
     if ap.decision is Decision.no_changes:
         assert ap.job is not None
         con.print("No changes. The environment matches the file.")
@@ -61,6 +80,7 @@ def apply(
     if ap.decision is Decision.update:
         assert ap.job is not None
         show_changes(con, ap.changes, [])
+        show_repairs(con, ap.plan)
         show_resources(con, ap.plan)  # the VMs a size change adds or removes, before the question
         con.print(f"\n[bold]{escape(ap.plan.summary)}[/]")
         show_cost(con, ap.plan.cost)
@@ -197,21 +217,8 @@ def status(
     output: OutputOpt = "text",
 ) -> None:
     """Show a job: status, steps, VMs (reads vmplane's records; calls no cloud)."""
-    from vmplane.jobs import listings
-
     cmd = begin(output)
-    if job_ref is not None and file is None:
-        job = listings.find_job(cmd.settings, job_ref)
-    else:
-        from vmplane.jobs import operations
-
-        path = file or DEFAULT_FILE
-        spec = load(path)
-        found = operations.current_job_for(cmd.settings, spec, sandbox)
-        if found is None:
-            where = "" if sandbox is None else " on the sandbox" if sandbox else " on a real cloud"
-            raise UsageError(f"{spec.org}/{spec.name} has no job{where} (vmplane apply -f {path})")
-        job = found
+    job = job_of(cmd.settings, job_ref, file, sandbox)
     if cmd.json:
         from vmplane.jobs.poolstate import pool_states
 
@@ -220,6 +227,22 @@ def status(
         from vmplane.cli.render import show_job
 
         show_job(cmd.con, job)
+
+
+def job_of(settings: Settings, job_ref: str | None, file: Path | None, sandbox: bool | None) -> JobView:
+    """The job a command names: by id or environment name, else the current job of the file (default
+    ./vmplane.env.jsonc) on the sandbox, a real cloud, or (None) the only one there is."""
+    from vmplane.jobs import listings, operations
+
+    if job_ref is not None and file is None:
+        return listings.find_job(settings, job_ref)
+    path = file or DEFAULT_FILE
+    spec = load(path)
+    found = operations.current_job_for(settings, spec, sandbox)
+    if found is None:
+        where = "" if sandbox is None else " on the sandbox" if sandbox else " on a real cloud"
+        raise UsageError(f"{spec.org}/{spec.name} has no job{where} (vmplane apply -f {path})")
+    return found
 
 
 def envs(

@@ -16,6 +16,7 @@ from typing import Annotated
 import typer
 
 from vmplane.cli import cost as cost_
+from vmplane.cli import drift as drift_
 from vmplane.cli import exec as exec_
 from vmplane.cli import files, jobs, ops, server
 from vmplane.cli.common import domain_errors
@@ -80,6 +81,7 @@ app.command()(ops.start)
 app.command()(server.serve)
 app.command("worker")(server.worker_cmd)
 app.command()(jobs.status)
+app.command()(drift_.drift)
 app.command()(jobs.envs)
 app.command("jobs")(jobs.jobs)
 app.add_typer(sandbox_app, name="sandbox")

@@ -16,6 +16,7 @@ from rich.table import Table
 from vmplane.store.job_records import JobView, Phase, StepRecord, StepStatus
 
 if TYPE_CHECKING:
+    from vmplane.clouds.drift import Drift
     from vmplane.envspec.impact import Change
     from vmplane.pipeline.plan import Plan
 
@@ -38,6 +39,7 @@ PLAN_VERBS = {
     "detach_lb": "detach the load balancer from",
     "scale": "scale",
     "rotate": "replace the outdated VMs of",
+    "repair": "repair",
 }
 IMPACT_STYLE = {"runtime": "cyan", "vm": "yellow", "cloud": "green", "identity": "red"}
 
@@ -69,9 +71,35 @@ def show_plan(con: Console, plan: Plan) -> None:
         con.print("  " + " → ".join(plan.steps))
     for note in plan.notes:
         con.print(f"[dim]note:[/] {escape(note)}", soft_wrap=True)
+    show_repairs(con, plan)
     show_resources(con, plan)
     con.print(f"\n[bold]{escape(plan.summary)}[/]")
     show_cost(con, plan.cost)
+
+
+DRIFT_SYMBOL = {"missing": ("+", "green"), "changed": ("~", "yellow"), "extra": ("-", "red")}
+
+
+def show_repairs(con: Console, plan: Plan) -> None:
+    """What the refresh found changed outside vmplane, one line each with what apply does about it."""
+    if not plan.repairs:
+        return
+    con.print("\nDrift: changed outside vmplane since the last apply (repaired by apply):")
+    for d in plan.repairs:
+        sym, style = DRIFT_SYMBOL[d.change.value] if d.repairable else ("!", "dim")
+        show_drift_line(con, d, f"[{style}]{sym:>3}[/]")
+
+
+def show_drift_line(con: Console, d: Drift, prefix: str) -> None:
+    ident = f" ({escape(d.id)})" if d.id else ""
+    con.print(
+        f"  {prefix} {escape(d.resource)}{ident} [bold]{d.change.value}[/]  [dim]{escape(d.repair)}[/]", soft_wrap=True
+    )
+    for f in d.fields:
+        con.print(
+            f"        {escape(f.field)}: wanted {escape(repr(f.wanted))}, actual {escape(repr(f.actual))}",
+            soft_wrap=True,
+        )
 
 
 def show_resources(con: Console, plan: Plan) -> None:
