@@ -49,7 +49,8 @@ def create(settings: Settings, spec: EnvSpec, *, sandbox: bool, planned: ApplyPl
     endpoint = sandbox_endpoint(settings, spec.provider.cloud) if sandbox else None
     target = Target.for_spec(spec, endpoint)
     # The fetch's progress goes to the server log.
-    ap = planned if planned is not None else operations.plan_apply(settings, spec, target, say=_log.info)
+    # No refresh: only a new job is created here, so an existing one's drift is not read (it is a conflict).
+    ap = planned if planned is not None else operations.plan_apply(settings, spec, target, say=_log.info, refresh=False)
     if ap.decision is not Decision.new:
         raise JobConflictError(
             f"environment {spec.org}/{spec.name} already has job {ap.job.id if ap.job else '?'}; "

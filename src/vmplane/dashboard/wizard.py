@@ -72,7 +72,9 @@ def check(settings: Settings, who: Who, text: str, filename: str, sandbox: bool)
     try:
         # The plan runs stepValidate's read-only cloud checks for a new job: the sandbox must be running.
         address = actions.sandbox_endpoint(settings, spec.provider.cloud) if sandbox else None
-        ap = operations.plan_apply(settings, spec, Target.for_spec(spec, address), say=_log.info)
+        # No refresh: the wizard creates new jobs only; an existing job is a conflict, its drift not read.
+        where = Target.for_spec(spec, address)
+        ap = operations.plan_apply(settings, spec, where, say=_log.info, refresh=False)
     except RefusedBeforeJobError as err:  # what the cloud refuses, at its field in the file (422)
         return Checked(text, filename, issues_at(text, err.problems))
     except VmplaneError as err:
