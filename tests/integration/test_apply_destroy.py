@@ -246,6 +246,9 @@ def test_azure_job_fails_with_clean_invalid(cli: Cli, sandbox: Sandbox, tmp_path
         assert validate["name"] == "stepValidate" and validate["status"] == "failed"
         assert validate["error"].startswith("Invalid: Azure")
         assert all(s["status"] == "pending" for s in job["steps"][1:])
+        # The stub reads nothing back: drift says so (a usage error), it never claims "no drift".
+        drift = cli.run("drift", "itest-azure")
+        assert drift.returncode == 2 and "drift detection: not supported by the azure driver" in drift.stderr
 
         # Nothing was created, so destroy forgets the record with no teardown and no cloud call (a teardown
         # once ended delete_failed with an AttributeError, after which a new apply was refused for good).
