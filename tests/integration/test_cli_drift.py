@@ -19,8 +19,7 @@ def test_drift_of_an_environment_without_a_job_names_it(cli: Cli, tmp_path) -> N
 @pytest.mark.parametrize("command", ["plan", "apply"])
 def test_refresh_takes_true_or_false_and_a_typo_records_nothing(cli: Cli, sandbox: Sandbox, tmp_path, command) -> None:
     env_file = write_env(tmp_path, f"drift-flag-{command}")
-    proc = cli.run(
-        command, "-f", str(env_file), "--sandbox", "--yes" if command == "apply" else "--", "--refresh", "no"
-    )
-    assert proc.returncode == 2 and "--refresh must be true or false, not 'no'" in proc.stderr
+    yes = ["--yes"] if command == "apply" else []
+    proc = cli.run(command, "-f", str(env_file), "--sandbox", *yes, "--refresh", "no")
+    assert proc.returncode == 2 and "--refresh must be true or false, not 'no'" in proc.stderr, proc.stderr
     assert cli.json("jobs")["jobs"] == []
