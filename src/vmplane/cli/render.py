@@ -91,7 +91,7 @@ def show_repairs(con: Console, plan: Plan) -> None:
 
 
 def show_drift_line(con: Console, d: Drift, prefix: str) -> None:
-    ident = f" ({escape(d.id)})" if d.id else ""
+    ident = f" ({escape(d.id)})" if d.id and not d.resource.endswith(f".{d.id}") else ""  # GCP: id is the name
     con.print(
         f"  {prefix} {escape(d.resource)}{ident} [bold]{d.change.value}[/]  [dim]{escape(d.repair)}[/]", soft_wrap=True
     )
