@@ -34,6 +34,7 @@ class ResourceKind(Generic[C]):
     # Delete one by id; a resource already gone is done.
     delete: Callable[[C, Context, str], None] | None = None
     in_stack: bool = True  # False: the direct pipeline makes it, the generated stack does not (see `note`)
+    direct: bool = True  # False: only the generated stack makes it (a part the SDK call makes implicitly)
     note: str = ""
 
     def address(self, name: str) -> str:
@@ -62,6 +63,14 @@ class ResourceTable(Generic[C]):
 
     def tf_types(self) -> set[str]:
         return {k.tf_type for k in self.kinds}
+
+    def stack_types(self) -> set[str]:
+        """The Terraform types the generated stack may hold."""
+        return {k.tf_type for k in self.kinds if k.in_stack}
+
+    def direct_types(self) -> set[str]:
+        """The Terraform types of what the direct pipeline makes (the plan's addresses)."""
+        return {k.tf_type for k in self.kinds if k.direct}
 
     def observed_kinds(self) -> list[str]:
         return [k.kind for k in self.kinds if k.observe is not None]
