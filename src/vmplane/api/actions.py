@@ -1,6 +1,7 @@
 """The decisions behind the API's POST, PATCH and DELETE, shared with the dashboard so both take the same path.
 
 `plan_vm_op` turns one typed vmOp body into the operation planner's answer and the impact it reports;
+`read_drift` reads an environment's drift as `vmplane drift` does (a `repair` vmOp repairs it);
 `create` records a new environment's job (the sandbox flag honoured as in `POST /provisioning-jobs`),
 `destroy` its teardown as `DELETE` does (or forgets a job that created nothing).
 None starts a workflow: the caller does, after the commit.
@@ -8,25 +9,33 @@ None starts a workflow: the caller does, after the commit.
 
 from __future__ import annotations
 
-from vmplane.api.schemas import AttachLb, DetachLb, Rotate, Scale, Start, Stop
+from vmplane.api.schemas import AttachLb, DetachLb, Repair, Rotate, Scale, Start, Stop
+from vmplane.clouds.errors import UnsupportedError
+from vmplane.clouds.registry import driver_for
 from vmplane.envspec.base import Cloud
 from vmplane.envspec.impact import CONSEQUENCE, Impact
 from vmplane.envspec.models import EnvSpec
-from vmplane.jobs import operations
+from vmplane.jobs import drift, operations
+from vmplane.jobs.drift import DriftReport
 from vmplane.jobs.forget import forget, forgettable
-from vmplane.jobs.operations import ApplyPlan, Decision, OperationPlan
-from vmplane.jobs.service import JobConflictError, JobStatus, JobView
+from vmplane.jobs.operations import ApplyPlan, Decision, OperationError, OperationPlan
+from vmplane.jobs.service import JobConflictError, JobStatus, JobView, PreconditionFailedError
 from vmplane.observe import logs
 from vmplane.settings import Settings
 from vmplane.target import Target
 
 _log = logs.get(__name__)
-VmOp = AttachLb | DetachLb | Scale | Rotate | Stop | Start
+VmOp = AttachLb | DetachLb | Scale | Rotate | Stop | Start | Repair
 
 
-def plan_vm_op(job: JobView, body: VmOp) -> tuple[OperationPlan, list[dict[str, str]]]:
+def plan_vm_op(
+    job: JobView, body: VmOp, expected_version: int | None = None
+) -> tuple[OperationPlan, list[dict[str, str]]]:
     """The operation a vmOp body asks for on `job` (raises the planner's domain error when it cannot be
-    done), and the impact of each part of the spec it touches."""
+    done), and the impact of each part of the spec it touches. `expected_version` (If-Match) is checked
+    here only before a read of the cloud (a repair); `begin_operation` checks it for every vmOp."""
+    if isinstance(body, Repair):
+        return plan_repair(job, expected_version)
     if isinstance(body, AttachLb):
         return operations.plan_attach_lb(job, body.load_balancer), [_impact("loadBalancer", Impact.cloud)]
     if isinstance(body, DetachLb):
@@ -39,6 +48,39 @@ def plan_vm_op(job: JobView, body: VmOp) -> tuple[OperationPlan, list[dict[str, 
         return plan_power(job, body.pool), [_impact(f"pools.{body.pool or '*'}", Impact.cloud)]
     op = operations.plan_rotate(job, body.pool)
     return op, [{"path": f"pools.{body.pool or '*'}", "impact": "vm", "consequence": "outdated VMs replaced"}]
+
+
+def read_drift(job: JobView) -> DriftReport:
+    """The job's drift, read from the cloud (`jobs.drift.check`: nothing is written). A cloud whose driver
+    reads none (the Azure stub) is refused as the request's fault (OperationError, 422) whatever the job's
+    state; a job not at rest is a conflict (409); a cloud that cannot be read raises its CloudError (the
+    route answers 502)."""
+    try:
+        driver = driver_for(job.target)
+    except UnsupportedError as err:  # no driver at all for this target (the sandbox's Proxmox)
+        raise OperationError(str(err)) from None
+    if not driver.capabilities.drift:
+        raise OperationError(str(driver.unsupported("drift detection")))
+    return drift.check(job)
+
+
+def plan_repair(job: JobView, expected_version: int | None = None) -> tuple[OperationPlan, list[dict[str, str]]]:
+    """The `repair` operation for what drifted now, and each repaired resource as its impact. Nothing to
+    repair (no drift, or only the user's resources) is a conflict: there is no operation to record."""
+    if expected_version is not None and expected_version != job.version:  # before the cloud is read
+        raise PreconditionFailedError(
+            f"job {job.id} is at version {job.version}, not {expected_version}: it changed since you read it"
+        )
+    report = read_drift(job)
+    if not report.repairable:
+        why = (
+            f"{len(report.drift)} drifted resource(s), all reported only (not vmplane's)"
+            if report.drift
+            else "no drift: the cloud matches the file as last applied"
+        )
+        raise JobConflictError(f"nothing to repair in {job.env} ({job.id}): {why}")
+    impact = [{"path": d.resource, "impact": "cloud", "consequence": d.repair} for d in report.repairable]
+    return drift.plan_repair(job, report), impact
 
 
 def create(settings: Settings, spec: EnvSpec, *, sandbox: bool, planned: ApplyPlan | None = None) -> str:

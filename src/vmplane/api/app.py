@@ -12,21 +12,21 @@ be made in place. No response or log line contains a token or a cloud credential
 # No `from __future__ import annotations` here: FastAPI reads the route signatures at runtime, and the
 # dependencies in them (`needs(Role.viewer)`) are local to create_app.
 import hmac
-from collections.abc import Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import Callable
+from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request, Response
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from pydantic import ValidationError
-from sqlalchemy.orm.exc import StaleDataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import vmplane
-from vmplane.api import actions
+from vmplane.api import actions, drift
+from vmplane.api.common import JOBS as JOBS  # re-exported: the tests address the jobs path through the app
+from vmplane.api.common import Caller, cloud_errors, domain_errors, errors, problem
 from vmplane.api.schemas import (
-    ErrorBody,
     PatchBody,
     TokenRequest,
     Update,
@@ -35,7 +35,6 @@ from vmplane.api.schemas import (
 from vmplane.clouds.errors import CloudError
 from vmplane.envspec.impact import CONSEQUENCE
 from vmplane.envspec.models import EnvSpec
-from vmplane.errors import VmplaneError
 from vmplane.jobs import operations, tokens
 from vmplane.jobs import service as jobs
 from vmplane.jobs.operations import Decision
@@ -47,51 +46,6 @@ from vmplane.jobs.service import (
 from vmplane.jobs.tokens import Role
 from vmplane.settings import Settings
 from vmplane.store.db import transaction
-
-JOBS = "/provisioning-jobs"
-
-_ERRORS = {
-    400: "The request is malformed at the HTTP level (a header or body the server cannot read).",
-    401: "No bearer token, or an invalid or revoked one.",
-    403: "The token's role or org does not allow this.",
-    404: "No such job (or token) in the caller's org.",
-    409: "The job's state forbids this now, or the environment already has a job.",
-    412: "`If-Match` does not name the job's current version (ETag).",
-    422: "The body or a query parameter is invalid, or the change cannot be made in place.",
-    502: "The cloud could not be asked (unreachable, or it refused vmplane's credentials); nothing was recorded.",
-}
-
-
-def errors(*codes: int, auth: bool = True) -> dict[int | str, dict[str, Any]]:
-    """The error answers an operation declares in the OpenAPI document, each with the error body: 400,
-    401 and 403 (unless the operation needs no token), and `codes`."""
-    common = (400, 401, 403) if auth else (400,)
-    return {code: {"model": ErrorBody, "description": _ERRORS[code]} for code in (*common, *codes)}
-
-
-class Caller:
-    def __init__(self, org: str, role: Role, token_id: str) -> None:
-        self.org, self.role, self.token_id = org, role, token_id
-
-
-def _problem(status: int, detail: str, **extra: Any) -> HTTPException:
-    return HTTPException(status_code=status, detail={"message": detail, **extra})
-
-
-@contextmanager
-def _domain_errors(if_match: bool = False) -> Iterator[None]:
-    """Every domain error answers with the HTTP status its class carries (vmplane/errors.py)."""
-    try:
-        yield
-    except StaleDataError:
-        # Another writer committed between our read and our write; ours was not applied.
-        status = 412 if if_match else 409
-        raise _problem(status, "the job changed while this request ran; read it again and retry") from None
-    except VmplaneError as err:
-        if isinstance(err, CloudError):
-            raise  # a cloud failure inside a request is the server's problem, logged by the handler
-        raise _problem(err.http_status, str(err)) from None
-
 
 # The job's version as `ETag` gives it ("7", or W/"7"); anything else is refused as invalid (422).
 IfMatch = Annotated[
@@ -155,17 +109,19 @@ def create_app(settings: Settings, *, run_workflows: bool = True) -> FastAPI:
     def needs(role: Role) -> Callable[..., Caller]:
         def check(who: Annotated[Caller, Depends(caller)]) -> Caller:
             if not who.role.allows(role):
-                raise _problem(403, f"this needs the {role.value} role; the token has {who.role.value}")
+                raise problem(403, f"this needs the {role.value} role; the token has {who.role.value}")
             return who
 
         return check
 
     def load(job_id: str, who: Caller) -> JobView:
-        with _domain_errors(), transaction(settings.db_url) as s:
+        with domain_errors(), transaction(settings.db_url) as s:
             job = jobs.view(jobs.get_row(s, job_id))
         if job.org != who.org:
-            raise _problem(404, f"no job {job_id}")  # another org's job does not exist for this caller
+            raise problem(404, f"no job {job_id}")  # another org's job does not exist for this caller
         return job
+
+    app.include_router(drift.router(load, needs(Role.viewer)))
 
     @app.get("/healthz", tags=["meta"], responses=errors(auth=False))
     def healthz() -> dict[str, str]:
@@ -216,12 +172,12 @@ def create_app(settings: Settings, *, run_workflows: bool = True) -> FastAPI:
         ] = False,
     ) -> JSONResponse:
         if spec.org != who.org:
-            raise _problem(403, f"the token is for org {who.org}; the spec's org is {spec.org}")
-        with _domain_errors():
+            raise problem(403, f"the token is for org {who.org}; the spec's org is {spec.org}")
+        with domain_errors():
             try:
                 job_id = actions.create(settings, spec, sandbox=sandbox)
             except CloudError as err:  # the precheck could not ask the cloud: the request is not at fault
-                raise _problem(502, f"the cloud could not be asked; nothing was recorded: {err}") from None
+                raise problem(502, f"the cloud could not be asked; nothing was recorded: {err}") from None
         start(job_id, Phase.provision)
         job = load(job_id, who)
         response = _job_response(job, 201)
@@ -250,7 +206,15 @@ def create_app(settings: Settings, *, run_workflows: bool = True) -> FastAPI:
         JOBS + "/{job_id}",
         status_code=202,
         tags=["jobs"],
-        responses={200: {"description": "An update with no changes: the job as it is."}, **errors(404, 409, 412, 422)},
+        responses={
+            200: {"description": "An update with no changes: the job as it is."},
+            **errors(404, 409, 412, 422, 502),
+        },
+        description=(
+            "One typed `vmOp` per request. `repair` reads the cloud's drift (as `GET .../drift`) and records "
+            "the operation that repairs it (409 when nothing drifted that vmplane may repair); `update` also "
+            "reads it, and repairs it first. 502 when the cloud cannot be read; nothing is recorded then."
+        ),
     )
     def patch_job(
         job_id: str,
@@ -260,10 +224,10 @@ def create_app(settings: Settings, *, run_workflows: bool = True) -> FastAPI:
     ) -> JSONResponse:
         expected = _parse_if_match(if_match)
         job = load(job_id, who)
-        with _domain_errors(if_match=expected is not None):
+        with cloud_errors(), domain_errors(if_match=expected is not None):
             if isinstance(body, Update):
                 return _update(job, body, expected, who)
-            op, impact = actions.plan_vm_op(job, body)
+            op, impact = actions.plan_vm_op(job, body, expected)
             record = operations.begin_operation(settings, op, expected)
         start(job.id, Phase.operation)
         return _job_response(load(job_id, who), 202, operation=record.dump(), impact=impact)
@@ -276,7 +240,7 @@ def create_app(settings: Settings, *, run_workflows: bool = True) -> FastAPI:
         ap = operations.plan_update(spec, job.target, job)
         changes = [{**c.to_json(), "consequence": CONSEQUENCE[c.impact]} for c in ap.changes]
         if ap.decision is Decision.refused:
-            raise _problem(422, "some changes cannot be made in place", refusals=ap.refusals, impact=changes)
+            raise problem(422, "some changes cannot be made in place", refusals=ap.refusals, impact=changes)
         if ap.decision is Decision.no_changes or not ap.changes:
             return _job_response(job, 200, impact=[])
         record = operations.begin_update(settings, job, spec, ap, expected)
@@ -299,7 +263,7 @@ def create_app(settings: Settings, *, run_workflows: bool = True) -> FastAPI:
     ) -> JSONResponse:
         expected = _parse_if_match(if_match)
         job = load(job_id, who)
-        with _domain_errors(if_match=expected is not None):
+        with domain_errors(if_match=expected is not None):
             forgotten = actions.destroy(settings, job, expected)
         if forgotten:
             return _job_response(load(job_id, who), 200)
@@ -332,7 +296,7 @@ def create_app(settings: Settings, *, run_workflows: bool = True) -> FastAPI:
     def revoke_token(token_id: str, who: Annotated[Caller, Depends(needs(Role.admin))]) -> Response:
         with transaction(settings.db_url) as s:
             if not tokens.revoke(s, token_id, who.org):
-                raise _problem(404, f"no live token {token_id}")
+                raise problem(404, f"no live token {token_id}")
         return Response(status_code=204)
 
     @app.exception_handler(StarletteHTTPException)  # FastAPI's HTTPException and the router's 404/405

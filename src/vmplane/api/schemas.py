@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from vmplane.clouds.drift import DriftChange
 from vmplane.envspec.models import LoadBalancer
 from vmplane.jobs.tokens import Role
 
@@ -53,6 +54,13 @@ class Start(_Op):
     pool: str | None = None
 
 
+class Repair(_Op):
+    """Make the cloud match the file as last applied again (what `GET .../drift` lists): stepRepairDrift,
+    then every provisioning step reconciles. 409 when nothing drifted that vmplane may repair."""
+
+    vm_op: Literal["repair"] = Field(alias="vmOp")
+
+
 class Update(_Op):
     """A partial update of the spec (JSON merge patch: a null removes a key): user-data, image, security
     group ports, runtime settings, sizes... Answered with the impact of each changed field."""
@@ -61,7 +69,9 @@ class Update(_Op):
     spec: dict[str, Any]
 
 
-PatchBody = Annotated[AttachLb | DetachLb | Scale | Rotate | Stop | Start | Update, Field(discriminator="vm_op")]
+PatchBody = Annotated[
+    AttachLb | DetachLb | Scale | Rotate | Stop | Start | Repair | Update, Field(discriminator="vm_op")
+]
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -101,3 +111,32 @@ class TokenRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     role: Role = Role.operator
+
+
+class DriftField(BaseModel):
+    """One field that differs: what the file and the record want, and what the cloud holds (JSON values)."""
+
+    field: str
+    wanted: Any
+    actual: Any
+
+
+class DriftedResource(BaseModel):
+    """One resource that differs from the file as last applied (`vmplane drift -o json`'s items)."""
+
+    resource: str = Field(description="Its plan address, `<terraform type>.<name>`, as `vmplane plan` names it.")
+    kind: str
+    id: str | None = Field(description="The cloud's id; null when it is missing and was never recorded.")
+    change: DriftChange
+    fields: list[DriftField]
+    repair: str = Field(description="What a repair does about it, in words.")
+    repairable: bool = Field(description="False: reported only (the user's resource, e.g. an existing VPC's).")
+
+
+class DriftReport(BaseModel):
+    """What `GET /provisioning-jobs/{id}/drift` answers: the same JSON as `vmplane drift -o json`."""
+
+    env: str
+    job: str
+    target: str
+    drift: list[DriftedResource]

@@ -19,9 +19,9 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from vmplane.api.actions import destroy, plan_vm_op
-from vmplane.api.schemas import AttachLb, DetachLb, Rotate, Scale, Start, Stop
+from vmplane.api.schemas import AttachLb, DetachLb, Repair, Rotate, Scale, Start, Stop
 from vmplane.dashboard.common import Dashboard, PageError, Who
-from vmplane.dashboard.views import ACTION_TITLES, ACTIONS, allowed_actions
+from vmplane.dashboard.views import ACTION_TITLES, ACTIONS, ON_DEMAND, allowed_actions, can_take_operation
 from vmplane.envspec.jsonc import JsoncSyntaxError, parse_jsonc
 from vmplane.envspec.models import AsgPool, LoadBalancer
 from vmplane.errors import VmplaneError
@@ -62,9 +62,11 @@ def _pool(form: FormData) -> str | None:
     return str(form.get("pool") or "").strip() or None
 
 
-def body_for(action: str, form: FormData) -> DetachLb | AttachLb | Scale | Rotate | Stop | Start:
+def body_for(action: str, form: FormData) -> DetachLb | AttachLb | Scale | Rotate | Stop | Start | Repair:
     """The API's vmOp body for an action and its confirmation form."""
     try:
+        if action == "repair":
+            return Repair.model_validate({"vmOp": "repair"})
         if action == "detach-lb":
             return DetachLb.model_validate({"vmOp": "detach_lb"})
         if action == "attach-lb":
@@ -88,7 +90,8 @@ def body_for(action: str, form: FormData) -> DetachLb | AttachLb | Scale | Rotat
 
 def preview(dash: Dashboard, job: JobView, action: str) -> Plan | None:
     """What the action would do now, from the same planner the POST uses (None when it cannot tell yet,
-    e.g. scale before its sizes are chosen, or attach with no block known yet)."""
+    e.g. scale before its sizes are chosen, or attach with no block known yet). A repair's reads the
+    cloud's drift now: the page shows what the repair will fix."""
     try:
         if action == "destroy":
             return operations.plan_destroy(dash.settings, job)
@@ -97,6 +100,14 @@ def preview(dash: Dashboard, job: JobView, action: str) -> Plan | None:
         return plan_vm_op(job, body_for(action, FormData()))[0].plan
     except (VmplaneError, ActionInputError):
         return None
+
+
+def offered(job: JobView, who: Who, action: str, plan: Plan | None) -> bool:
+    """Whether the confirmation offers the action: a repair when its planner found something to repair now
+    (its preview), the others when the job page lists them."""
+    if action == "repair":
+        return plan is not None and who.can(Role.operator) and can_take_operation(job)
+    return action in allowed_actions(job, who.role)
 
 
 def router(dash: Dashboard) -> APIRouter:
@@ -115,6 +126,7 @@ def router(dash: Dashboard) -> APIRouter:
             }
             for name, p in job.spec.pools.items()
         ]
+        plan = preview(dash, job, action)
         return dash.render(
             request,
             "confirm.html",
@@ -123,8 +135,8 @@ def router(dash: Dashboard) -> APIRouter:
             job=job,
             action=action,
             title=ACTION_TITLES[action],
-            plan=preview(dash, job, action),
-            offered=action in allowed_actions(job, who.role),
+            plan=plan,
+            offered=offered(job, who, action, plan),
             pools=pools,
             lb_text=form.get("lb_text", last_lb_block(job)),
             values=form.get("values", {}),
@@ -132,7 +144,7 @@ def router(dash: Dashboard) -> APIRouter:
         )
 
     def parse(request: Request, job_id: str, action: str) -> tuple[Who, JobView]:
-        if action not in ACTIONS:
+        if action not in ACTIONS and action not in ON_DEMAND:
             raise PageError(404, f"No action {action}.")
         who = dash.needs(request, _role_for(action))
         return who, dash.load(job_id, who)

@@ -14,7 +14,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from vmplane.api.app import create_app
-from vmplane.dashboard import actions, events, pages, wizard
+from vmplane.dashboard import actions, drift, events, pages, wizard
 from vmplane.dashboard.common import HERE, Dashboard, PageError, SignInRequired
 from vmplane.settings import Settings
 
@@ -59,7 +59,7 @@ def create_server(settings: Settings, *, run_workflows: bool = True) -> FastAPI:
     """The API of `api.app.create_app` with the dashboard mounted beside it."""
     app = create_app(settings, run_workflows=run_workflows)
     dash = Dashboard(settings, run_workflows=run_workflows)
-    for module in (pages, actions, wizard, events):
+    for module in (pages, actions, drift, wizard, events):
         app.include_router(module.router(dash))
     app.mount("/ui/static", StaticFiles(directory=HERE / "static"), name="ui-static")
     app.include_router(pages.not_found_router(dash))

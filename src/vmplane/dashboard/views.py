@@ -10,6 +10,7 @@ from typing import Any
 
 from vmplane.api.actions import VmOp, plan_vm_op
 from vmplane.api.schemas import AttachLb, DetachLb, Rotate, Start, Stop
+from vmplane.dashboard.drift import DriftView, unread
 from vmplane.errors import VmplaneError
 from vmplane.jobs.poolstate import pool_states
 from vmplane.jobs.service import ACTIVE, JobStatus, JobView, StepRecord
@@ -25,7 +26,11 @@ ACTION_TITLES = {
     "stop": "Stop the pools",
     "start": "Start the pools",
     "destroy": "Destroy the environment",
+    "repair": "Repair the drift",
 }
+# Actions offered elsewhere than the Actions list: the repair only after the drift section has read the cloud
+# (the job page never reads it by itself).
+ON_DEMAND = ("repair",)
 # The vmOp body that asks each action's planner whether it applies now. Scale has none (its sizes come
 # from its form, and a scale without sizes is refused on purpose), so it is offered whenever the job can
 # take an operation; attach-lb is probed with a placeholder block, as its form takes the block.
@@ -131,6 +136,7 @@ class JobPage:
     history: list[dict[str, Any]]
     cost: dict[str, Any] | None
     pools: dict[str, dict[str, str | None]]
+    drift: DriftView
     actions: list[str] = field(default_factory=list)
 
     @property
@@ -182,6 +188,7 @@ def job_page(job: JobView, role: Role) -> JobPage:
         history=list(reversed(history)),
         cost=job.config.get("costEstimate"),
         pools=_pools(job),
+        drift=unread(job),
         actions=allowed_actions(job, role),
     )
 

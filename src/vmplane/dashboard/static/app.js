@@ -23,6 +23,7 @@
       if (open[d.dataset.key]) d.open = true;
     });
     old.replaceWith(fresh);
+    if (window.htmx) window.htmx.process(fresh);  // its hx-* links (the drift check) work after the swap
   }
 
   function listen() {
