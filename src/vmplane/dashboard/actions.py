@@ -169,7 +169,7 @@ def router(dash: Dashboard) -> APIRouter:
                     return RedirectResponse(f"/ui/jobs/{job.id}", status_code=303)
                 phase = Phase.teardown
             else:
-                op, _ = plan_vm_op(job, body_for(action, form))
+                op, _ = plan_vm_op(job, body_for(action, form), version)
                 operations.begin_operation(dash.settings, op, version)
                 phase = Phase.operation
         except (VmplaneError, ActionInputError, StaleDataError) as err:
