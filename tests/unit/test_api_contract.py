@@ -21,6 +21,7 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> TestClient:
     [
         ("put", "/provisioning-jobs", "GET, POST"),
         ("put", "/provisioning-jobs/job-x", "DELETE, GET, PATCH"),
+        ("post", "/provisioning-jobs/job-x/drift", "GET"),
         ("post", "/tokens/tok-x", "DELETE"),
         ("delete", "/healthz", "GET"),
     ],
@@ -47,6 +48,8 @@ def test_every_operation_declares_its_error_answers_with_the_error_body(client: 
         "422",
     }
     assert declared[("/provisioning-jobs/{job_id}", "delete")] >= {"202", "401", "403", "404", "409", "412"}
+    assert declared[("/provisioning-jobs/{job_id}/drift", "get")] >= {"200", "401", "403", "404", "409", "422", "502"}
+    assert "502" in declared[("/provisioning-jobs/{job_id}", "patch")]  # a repair or an update reads the cloud
     assert declared[("/tokens/{token_id}", "delete")] >= {"204", "401", "403", "404"}
     for (path, method), codes in declared.items():
         for code in codes - {"200", "201", "202", "204"}:
@@ -69,3 +72,15 @@ def test_an_unauthenticated_request_gets_the_declared_error_body(client: TestCli
     r = client.get("/provisioning-jobs")
     assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer"
     assert r.json() == {"detail": {"message": "a bearer token is required"}}
+
+
+def test_the_drift_answer_and_the_repair_vmop_are_in_the_document(client: TestClient) -> None:
+    doc = client.get("/openapi.json").json()
+    ok = doc["paths"]["/provisioning-jobs/{job_id}/drift"]["get"]["responses"]["200"]["content"]["application/json"]
+    assert ok["schema"]["$ref"].endswith("/DriftReport")
+    schemas = doc["components"]["schemas"]
+    assert set(schemas["DriftReport"]["required"]) == {"env", "job", "target", "drift"}
+    item = schemas["DriftedResource"]
+    assert set(item["required"]) == {"resource", "kind", "id", "change", "fields", "repair", "repairable"}
+    assert schemas["DriftChange"]["enum"] == ["missing", "changed", "extra"]
+    assert schemas["Repair"]["properties"]["vmOp"]["const"] == "repair"

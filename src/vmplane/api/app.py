@@ -121,7 +121,7 @@ def create_app(settings: Settings, *, run_workflows: bool = True) -> FastAPI:
             raise problem(404, f"no job {job_id}")  # another org's job does not exist for this caller
         return job
 
-    app.include_router(drift.router(load, needs(Role.viewer)))
+    drift.add_route(app, load, needs(Role.viewer))
 
     @app.get("/healthz", tags=["meta"], responses=errors(auth=False))
     def healthz() -> dict[str, str]:

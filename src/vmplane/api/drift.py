@@ -6,7 +6,7 @@ answered with the same JSON as `vmplane drift -o json`. The repair is `PATCH` wi
 from collections.abc import Callable
 from typing import Annotated
 
-from fastapi import APIRouter, Depends
+from fastapi import Depends, FastAPI
 from fastapi.responses import JSONResponse
 
 from vmplane.api import actions
@@ -23,11 +23,11 @@ DESCRIPTION = (
 )
 
 
-def router(load: Callable[[str, Caller], JobView], viewer: Callable[..., Caller]) -> APIRouter:
-    """The drift route; `load` finds a job of the caller's org (404 otherwise), `viewer` authenticates."""
-    r = APIRouter()
+def add_route(app: FastAPI, load: Callable[[str, Caller], JobView], viewer: Callable[..., Caller]) -> None:
+    """The drift route, on the app itself (not an included router: the 405 handler lists the app's own
+    routes); `load` finds a job of the caller's org (404 otherwise), `viewer` authenticates."""
 
-    @r.get(
+    @app.get(
         JOBS + "/{job_id}/drift",
         tags=["jobs"],
         response_model=DriftReport,
@@ -48,5 +48,3 @@ def router(load: Callable[[str, Caller], JobView], viewer: Callable[..., Caller]
         with cloud_errors(), domain_errors():
             report = actions.read_drift(job)
         return JSONResponse(report.to_json(), headers={"ETag": f'"{job.version}"'})
-
-    return r
