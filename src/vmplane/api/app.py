@@ -6,7 +6,8 @@ launched here, and recovers this executor's interrupted workflows at start-up).
 
 Errors: 401 no or bad token, 403 the role or org does not allow it, 404 no such job in the caller's org,
 409 the job's state forbids it, 412 `If-Match` is stale, 422 the body is invalid or the change cannot
-be made in place. No response or log line contains a token or a cloud credential.
+be made in place, 502 the cloud could not be read (drift, a repair, an update's refresh). No response or
+log line contains a token or a cloud credential. The drift route is in `api/drift.py`.
 """
 
 # No `from __future__ import annotations` here: FastAPI reads the route signatures at runtime, and the
