@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 from google.cloud import compute_v1 as c
 from tests.helpers import Cli, Sandbox, write_env
-from tests.integration.gcp_inventory import PROJECT, REGION, Gcp, job_resources
+from tests.integration.gcp_drift_cases import break_fixed
+from tests.integration.gcp_inventory import PROJECT, Gcp, job_resources
 
 from vmplane.clouds.base import Tagger
 from vmplane.clouds.gcp import naming, ownership
@@ -79,66 +80,33 @@ def test_fixed_vm_deleted_stopped_unlabelled_rules_router_and_template(
     assert applied["status"] == "succeeded", applied["error"]
     assert cli.run("drift", spec.name).returncode == 0  # a clean apply has no drift
     job = applied["id"]
-    vms = {v["name"]: v for v in job_resources(gcp, job)["instances"]}
-    gone, stopped = naming.instance(spec, "web", 0), naming.instance(spec, "web", 1)
-    zone_of = {n: v["zone"].rsplit("/", 1)[-1] for n, v in vms.items()}
-    instances = gcp.compute("Instances")
-    instances.delete_unary(project=PROJECT, zone=zone_of[gone], instance=gone)
-    instances.stop_unary(project=PROJECT, zone=zone_of[stopped], instance=stopped)
-    live = instances.get(project=PROJECT, zone=zone_of[stopped], instance=stopped)
-    labels = {k: v for k, v in live.labels.items() if k != "team"}
-    body = c.InstancesSetLabelsRequest(labels=labels, label_fingerprint=live.label_fingerprint)
-    instances.set_labels_unary(
-        project=PROJECT, zone=zone_of[stopped], instance=stopped, instances_set_labels_request_resource=body
-    )
-    net, vpc_rule, router = naming.network(spec), naming.firewall(spec, "vpc"), naming.router(spec)
-    world = c.Firewall(
-        name="ops-ssh-anywhere",  # not the environment's name prefix, no vmplane description: on its network
-        network=f"projects/{PROJECT}/global/networks/{net}",
-        direction="INGRESS",
-        source_ranges=["0.0.0.0/0"],
-        allowed=[c.Allowed(I_p_protocol="tcp", ports=["22"])],
-    )
-    firewalls = gcp.compute("Firewalls")
-    firewalls.insert_unary(project=PROJECT, firewall_resource=world)
-    firewalls.delete_unary(project=PROJECT, firewall=vpc_rule)
-    gcp.compute("Routers").delete_unary(project=PROJECT, region=REGION, router=router)
-    template = naming.template(spec, "web", 1)
-    gcp.compute("RegionInstanceTemplates").delete_unary(project=PROJECT, region=REGION, instance_template=template)
+    made = break_fixed(gcp, spec, job)
 
     report = check_is_read_only(cli, sandbox, spec.name)
     found = by_resource(report)
-    want = {
-        f"google_compute_instance.{gone}": ("instance", "missing"),
-        f"google_compute_instance.{stopped}": ("instance", "changed"),
-        "google_compute_firewall.ops-ssh-anywhere": ("firewall", "extra"),
-        f"google_compute_firewall.{vpc_rule}": ("firewall", "missing"),
-        f"google_compute_router.{router}": ("router", "missing"),
-        f"google_compute_router_nat.{naming.nat(spec)}": ("router-nat", "missing"),
-        f"google_compute_region_instance_template.{template}": ("region-instance-template", "missing"),
-    }
+    want = made.expected(spec)
     assert {r: (d["kind"], d["change"]) for r, d in found.items()} == want, report
     assert all(d["repairable"] for d in report["drift"])
     team = ownership.labels(Tagger.for_spec(spec, job), "vm")["team"]
-    assert fields(found[f"google_compute_instance.{stopped}"]) == {
+    assert fields(found[f"google_compute_instance.{made.stopped}"]) == {
         "status": ("RUNNING", "TERMINATED"),
         "tags.team": (team, None),
     }
-    assert found[f"google_compute_instance.{gone}"]["id"] == gone
-    assert found["google_compute_firewall.ops-ssh-anywhere"]["id"] == "ops-ssh-anywhere"
+    assert found[f"google_compute_instance.{made.gone}"]["id"] == made.gone
+    assert found[f"google_compute_firewall.{made.world_rule}"]["id"] == made.world_rule
     text = cli.run("drift", spec.name)
     assert text.returncode == 3 and "7 resource(s) drifted" in text.stdout, text.stdout
 
     repair(cli, str(env_file), spec.name, set(want))
     after = job_resources(gcp, job)
     states = {v["name"]: v["status"] for v in after["instances"]}
-    assert states == {gone: "RUNNING", stopped: "RUNNING"}  # the deleted VM is back under its name
-    relabelled = next(v for v in after["instances"] if v["name"] == stopped)
+    assert states == {made.gone: "RUNNING", made.stopped: "RUNNING"}  # the deleted VM is back under its name
+    relabelled = next(v for v in after["instances"] if v["name"] == made.stopped)
     assert relabelled["labels"]["team"] == team
     rules = {r["name"] for r in gcp.dicts("Firewalls")}
-    assert vpc_rule in rules and "ops-ssh-anywhere" not in rules
-    assert [r["name"] for r in after["routers"]] == [router] and after["routers"][0]["nats"]
-    assert [t["name"] for t in after["region_templates"]] == [template]
+    assert made.vpc_rule in rules and made.world_rule not in rules
+    assert [r["name"] for r in after["routers"]] == [made.router] and after["routers"][0]["nats"]
+    assert [t["name"] for t in after["region_templates"]] == [made.template]
 
 
 def test_web_listener_backend_and_an_extra_labelled_address(cli: Cli, sandbox: Sandbox, gcp: Gcp, tmp_path) -> None:
