@@ -31,6 +31,12 @@ from vmplane.clouds.gcp.session import GcpClients
 from vmplane.envspec.models import AsgPool, FixedPool
 from vmplane.state import VMRecord
 
+# What apply does about a Fixed VM in the wrong power state, by the state it should be in.
+POWER_REPAIR = {
+    "RUNNING": "started (the file wants it running now) and its labels set back",
+    "TERMINATED": "stopped again by the VM step (its pool is stopped) and its labels set back",
+}
+
 
 def drift(gcp: GcpClients, ctx: Context) -> list[Drift]:
     observed = _known_parts_removed(ctx, _with_nats(TABLE.observe(gcp, ctx)))
@@ -94,7 +100,7 @@ def expected(gcp: GcpClients, ctx: Context) -> list[Expected]:
             fields={"status": status} if status else {},
             tags=ownership.labels(t, "vm"),
             repair_missing="created again under its name by the VM step",
-            repair_changed="started (outside any schedule) and its labels set back",
+            repair_changed=POWER_REPAIR.get(status or "", "its labels set back"),
         )
     for policy in ids.SchedulePolicies.values():
         out += _exp("resource-policy", policy)
