@@ -1,4 +1,4 @@
-"""The Google Cloud resource table: every kind the GCP driver makes (and the one only the generated stack
+"""The Google Cloud resource table: every kind the GCP driver makes (and those only the generated stack
 makes), declared once with its Terraform type, the steps that create and delete it, its role and how it
 is observed and deleted. Leftovers (`inventory.leftovers`), drift's observed and extra resources and the
 resource-table test's type checks all read this table.
