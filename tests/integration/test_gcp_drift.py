@@ -7,7 +7,9 @@ address, kind, change and fields), shown by `vmplane plan` as repair lines, repa
   job's network, untagged), a vmplane rule deleted, the Cloud Router (with its NAT) deleted, the instance
   template deleted;
 - gcp-web: the HTTPS forwarding rule deleted (the listener), the MIG's group removed from the backend
-  service (the backend deregistered), an extra global address carrying the job's labels.
+  service (the backend deregistered), an extra global address carrying the job's labels;
+- gcp-fixed on an existing network (the user's): a rule someone added there aimed at the VMs is
+  reported, not repairable, and left as it is by apply.
 
 The sandbox keeps every compute operation it ran: that the drift check ran none is read from there (the
 sandbox cannot count reads), with the job's record unchanged. IAM and DNS writes make no compute
@@ -16,13 +18,14 @@ operation; the check's code issues none (clouds/gcp/drift.py reads only).
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
 from google.cloud import compute_v1 as c
 from tests.helpers import Cli, Sandbox, write_env
 from tests.integration.gcp_drift_cases import break_fixed
-from tests.integration.gcp_inventory import PROJECT, Gcp, job_resources
+from tests.integration.gcp_inventory import PROJECT, REGION, Gcp, job_resources
 
 from vmplane.clouds.base import Tagger
 from vmplane.clouds.gcp import naming, ownership
@@ -115,6 +118,7 @@ def test_web_listener_backend_and_an_extra_labelled_address(cli: Cli, sandbox: S
     applied = cli.json("apply", "-f", str(env_file), "--sandbox", "--yes")
     assert applied["status"] == "succeeded", applied["error"]
     job = applied["id"]
+    assert cli.run("drift", spec.name).returncode == 0  # a clean apply has no drift
     https = naming.https_rule(spec)
     gcp.compute("GlobalForwardingRules").delete_unary(project=PROJECT, forwarding_rule=https)
     services = gcp.compute("BackendServices")
@@ -143,3 +147,53 @@ def test_web_listener_backend_and_an_extra_labelled_address(cli: Cli, sandbox: S
     assert extra not in {a["name"] for a in gcp.dicts("GlobalAddresses")}
     svc = services.get(project=PROJECT, backend_service=backend)
     assert sorted(b.group.rsplit("/", 1)[-1] for b in svc.backends) == groups
+
+
+def test_a_rule_on_the_users_network_aimed_at_the_vms_is_reported_and_never_changed(
+    cli: Cli, sandbox: Sandbox, gcp: Gcp, tmp_path
+) -> None:
+    shared = f"shared-{uuid.uuid4().hex[:8]}"  # the user's network, made before vmplane runs
+    net_link = f"projects/{PROJECT}/global/networks/{shared}"
+    gcp.compute("Networks").insert_unary(
+        project=PROJECT, network_resource=c.Network(name=shared, auto_create_subnetworks=False)
+    )
+    subnet = c.Subnetwork(name=f"{shared}-vms", network=net_link, ip_cidr_range="10.60.0.0/20")
+    gcp.compute("Subnetworks").insert_unary(project=PROJECT, region=REGION, subnetwork_resource=subnet)
+    network = {
+        "cidr": "10.60.0.0/16",
+        "zones": 2,
+        "ingressPorts": [80],
+        "existingVpcId": shared,
+        "existingPrivateSubnetIds": [f"{shared}-vms"],
+    }
+    env_file = write_env(tmp_path, "gdrift-byo", example="gcp-fixed.jsonc", network=network)
+    spec = load_spec(env_file)
+    applied = cli.json("apply", "-f", str(env_file), "--sandbox", "--yes")
+    assert applied["status"] == "succeeded", applied["error"]
+    assert cli.run("drift", spec.name).returncode == 0  # the user's network itself is not the job's drift
+    world = c.Firewall(
+        name=f"{shared}-ssh",
+        network=net_link,
+        source_ranges=["0.0.0.0/0"],
+        target_tags=[naming.network_tag(spec)],  # aimed at the environment's VMs
+        allowed=[c.Allowed(I_p_protocol="tcp", ports=["22"])],
+    )
+    elsewhere = c.Firewall(  # the user's own business: not about the environment's VMs
+        name=f"{shared}-web", network=net_link, target_tags=["other"], allowed=[c.Allowed(I_p_protocol="tcp")]
+    )
+    firewalls = gcp.compute("Firewalls")
+    for rule in (world, elsewhere):
+        firewalls.insert_unary(project=PROJECT, firewall_resource=rule)
+
+    (d,) = check_is_read_only(cli, sandbox, spec.name)["drift"]
+    assert (d["resource"], d["kind"], d["change"], d["repairable"]) == (
+        f"google_compute_firewall.{world.name}",
+        "firewall",
+        "extra",
+        False,
+    )
+    assert "not vmplane's" in d["repair"]
+    applied = cli.json("apply", "-f", str(env_file), "--sandbox", "--yes")
+    assert applied["status"] == "succeeded", applied.get("error")
+    assert {world.name, elsewhere.name} <= {r["name"] for r in gcp.dicts("Firewalls")}  # never changed
+    assert cli.json("drift", spec.name, expect=3)["drift"] == [d]  # and still reported

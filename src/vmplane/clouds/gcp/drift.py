@@ -8,8 +8,10 @@ through it); the backend service's groups; a forwarding rule's target and labels
 labels; a DNS record's data. The rest is compared by existence. Extras: anything of an observed kind
 that carries the job's id (or is a firewall rule on the job's network) and that nothing expects.
 
-Not expected, so never extra: a MIG's members (the group owns them, `mig` reconciles the records) and
-older template versions still recorded (kept for the VMs made from them; teardown deletes them all).
+On an existing network (the user's), a rule not vmplane's that targets the VMs' network tag is reported
+as an extra that is not repairable. Not expected, so never extra: a MIG's members (the group owns them,
+`mig` reconciles the records) and older template versions still recorded (kept for the VMs made from
+them; teardown deletes them all).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from vmplane.clouds.gcp.instances import instance_name
 from vmplane.clouds.gcp.lb_refs import HEALTH_CHECK_RANGES
 from vmplane.clouds.gcp.operations import last_segment
 from vmplane.clouds.gcp.resources import TABLE, firewall_fields
-from vmplane.clouds.gcp.session import GcpClients
+from vmplane.clouds.gcp.session import CALL_TIMEOUT, GcpClients
 from vmplane.envspec.models import AsgPool, FixedPool
 from vmplane.state import VMRecord
 
@@ -38,13 +40,42 @@ POWER_REPAIR = {
 }
 
 
+USERS_RULE = "reported only: a rule on your network (network.existingVpcId), not vmplane's"
+
+
 def drift(gcp: GcpClients, ctx: Context) -> list[Drift]:
     observed = _known_parts_removed(ctx, _with_nats(TABLE.observe(gcp, ctx)))
-    found = compare(expected(gcp, ctx), observed, extra_kinds=TABLE.observed_kinds())
-    # An extra is named `<kind>.<name>` by compare; here, as everything else, by its plan address.
+    users = _users_rules(gcp, ctx)
+    found = compare(expected(gcp, ctx), observed + users, extra_kinds=TABLE.observed_kinds())
+    theirs = {o.id for o in users}
+    return [_named(d, theirs) if d.change is DriftChange.extra else d for d in found]
+
+
+def _named(extra: Drift, theirs: set[str]) -> Drift:
+    """An extra by its plan address (compare names it `<kind>.<name>`); the user's rule reported only."""
+    named = replace(extra, resource=TABLE.kind(extra.kind).address(extra.id or ""))
+    if extra.kind == "firewall" and extra.id in theirs:
+        return replace(named, repair=USERS_RULE, repairable=False)
+    return named
+
+
+def _users_rules(gcp: GcpClients, ctx: Context) -> list[Observed]:
+    """On an existing network (the user's), the rules not vmplane's that target the environment's VMs by
+    their network tag: about the job's VMs, so reported, but the user's, so never changed. Read here, not
+    by the table's observer: they are not the job's, and teardown must not wait for them to go."""
+    infra = ctx.infra
+    if infra.NetworkCreated or not infra.NetworkID:
+        return []
+    tag = gcp_ids(infra).NetworkTag or naming.network_tag(ctx.spec)
+    api = gcp.compute("Firewalls")
+    listed = gcp.call(
+        "compute.firewalls.list", lambda: list(api.list(request={"project": gcp.project}, timeout=CALL_TIMEOUT))
+    )
+    network = last_segment(infra.NetworkID)
     return [
-        replace(d, resource=TABLE.kind(d.kind).address(d.id or "")) if d.change is DriftChange.extra else d
-        for d in found
+        Observed("firewall", r.name, r.name, {}, firewall_fields(r))
+        for r in listed
+        if last_segment(r.network) == network and tag in r.target_tags and not ownership.owned_by(r, ctx.tagger)
     ]
 
 
