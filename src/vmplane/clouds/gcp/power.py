@@ -97,6 +97,8 @@ def keep_stopped(gcp: GcpClients, ctx: Context, pool_name: str) -> None:
 
 
 def start_vm(gcp: GcpClients, ctx: Context, rec: VMRecord) -> None:
+    """Start one stopped Fixed VM (`vmplane start`, and stepRepairDrift for one stopped out of band); one
+    already running is done. Its record goes `pending`: the caller (or the VM step) waits for it."""
     zone, name = str(rec.AZ), instance_name(rec)
     live = _settled(gcp, zone, name)
     if live is None:
