@@ -41,7 +41,7 @@ MANAGED = {
 }
 # Resources that take `labels` in hashicorp/google 6.x, among those the stack makes.
 LABELLED = {
-    "google_compute_instance_template",
+    "google_compute_region_instance_template",
     "google_compute_instance",
     "google_compute_global_address",
     "google_compute_global_forwarding_rule",
@@ -104,7 +104,7 @@ def test_no_external_address_and_no_world_source(spec: EnvSpec) -> None:
     assert "access_config" not in text
     assert "0.0.0.0/0" not in text and "::/0" not in text
     for (kind, _), block in resources(spec).items():
-        if kind in ("google_compute_instance_template", "google_compute_instance"):
+        if kind in ("google_compute_region_instance_template", "google_compute_instance"):
             nic = next(b for b in block.body if isinstance(b, Block) and b.type == "network_interface")
             assert attrs(nic) == {"subnetwork": Expr("google_compute_subnetwork.vms.id")}
 
@@ -163,7 +163,7 @@ def test_labels_where_the_provider_takes_them_and_the_tag_set_in_descriptions(sp
             assert isinstance(a.get("labels"), Expr) and "local.labels" in a["labels"].text, (kind, name)
         elif kind not in UNDESCRIBED:
             assert isinstance(a.get("description"), Expr) and "jsonencode(local.tags)" in a["description"].text, kind
-    for kind in ("google_compute_instance_template", "google_compute_instance"):
+    for kind in ("google_compute_region_instance_template", "google_compute_instance"):
         for block in (b for (k, _), b in res.items() if k == kind):
             disks = [b for b in blocks(block.body) if b.type in ("disk", "initialize_params")]
             assert disks and all("labels" in attrs(d) for d in disks)
@@ -175,7 +175,7 @@ def test_hardening_on_every_template_and_instance(spec: EnvSpec) -> None:
     vms = [
         b
         for (k, _), b in resources(spec).items()
-        if k in ("google_compute_instance_template", "google_compute_instance")
+        if k in ("google_compute_region_instance_template", "google_compute_instance")
     ]
     assert vms
     for block in vms:

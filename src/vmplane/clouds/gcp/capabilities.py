@@ -22,6 +22,7 @@ CAPABILITIES = Capabilities(
     user_data_bytes=USER_DATA_BYTES,
     tags=TagRules(style="key_value", key_pattern=GCP_LABEL_KEY, max_key=63, max_value=63),
     schedules=True,  # instance schedule policies (Fixed), autoscaler scaling schedules (MIGs)
+    drift=True,  # clouds/gcp/drift.py reads it, repair.py (stepRepairDrift) repairs it
 )
 
 

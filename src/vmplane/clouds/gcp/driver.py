@@ -13,6 +13,7 @@ from vmplane.clouds.base import (
     PlannedResource,
     SessionHint,
 )
+from vmplane.clouds.drift import Drift
 from vmplane.clouds.errors import CloudError, InvalidRequestError
 from vmplane.clouds.gcp import (
     compute,
@@ -30,8 +31,10 @@ from vmplane.clouds.gcp import (
     schedules,
     templates,
 )
+from vmplane.clouds.gcp import drift as gcp_drift
 from vmplane.clouds.gcp import exec as gcp_exec
 from vmplane.clouds.gcp import plan as gcp_plan
+from vmplane.clouds.gcp import repair as gcp_repair
 from vmplane.clouds.gcp.capabilities import CAPABILITIES, static_problems
 from vmplane.clouds.gcp.ids import gcp_ids
 from vmplane.clouds.gcp.session import GcpClients, GcpTarget
@@ -130,6 +133,12 @@ class GcpDriver(CloudDriver):
 
     def leftovers(self, ctx: Context) -> list[Leftover]:
         return inventory.leftovers(self.gcp, ctx)
+
+    def drift(self, ctx: Context) -> list[Drift]:
+        return gcp_drift.drift(self.gcp, ctx)
+
+    def repair_drift(self, ctx: Context) -> None:
+        gcp_repair.repair_drift(self.gcp, ctx)
 
     def run_command(
         self, instance_ids: list[str], commands: list[str], timeout: float, comment: str = "vmplane exec"

@@ -1,8 +1,8 @@
-"""What of a job remains in the project: every kind the GCP driver creates, listed by the environment's
-name prefix and kept when its description (or, for labelled kinds, its labels) carries this job's id.
+"""What of a job remains in the project, and the helpers that find it: a resource is listed by the
+environment's name prefix (`named_like`) and kept when its description (or, for labelled kinds, its
+labels) carries this job's id (`is_ours`). The kinds are the resource table's (resources.py).
 
-stepUnregisterSpace fails while this is not empty, so a teardown that missed something says what.
-Record sets take no labels or descriptions: the recorded `GcpInfra.DnsRecords` are checked instead.
+stepUnregisterSpace fails while `leftovers` is not empty, so a teardown that missed something says what.
 """
 
 from __future__ import annotations
@@ -13,35 +13,10 @@ from functools import partial
 from typing import Any
 
 from vmplane.clouds.base import Context, Leftover, Tagger
-from vmplane.clouds.errors import NotFoundError
 from vmplane.clouds.gcp import naming, ownership
-from vmplane.clouds.gcp.ids import gcp_ids
 from vmplane.clouds.gcp.network import region_zones
 from vmplane.clouds.gcp.session import CALL_TIMEOUT, GcpClients
 from vmplane.clouds.tags import gcp_labels
-
-# (kind as Leftover says it, compute client, API collection, scope): scope is global, region or zone.
-KINDS: list[tuple[str, str, str, str]] = [
-    ("instance", "Instances", "instances", "zone"),
-    ("instance-group", "InstanceGroups", "instanceGroups", "zone"),
-    ("region-instance-group-manager", "RegionInstanceGroupManagers", "regionInstanceGroupManagers", "region"),
-    ("region-autoscaler", "RegionAutoscalers", "regionAutoscalers", "region"),
-    ("resource-policy", "ResourcePolicies", "resourcePolicies", "region"),
-    ("region-instance-template", "RegionInstanceTemplates", "regionInstanceTemplates", "region"),
-    ("instance-template", "InstanceTemplates", "instanceTemplates", "global"),
-    ("global-forwarding-rule", "GlobalForwardingRules", "globalForwardingRules", "global"),
-    ("target-https-proxy", "TargetHttpsProxies", "targetHttpsProxies", "global"),
-    ("target-http-proxy", "TargetHttpProxies", "targetHttpProxies", "global"),
-    ("url-map", "UrlMaps", "urlMaps", "global"),
-    ("ssl-certificate", "SslCertificates", "sslCertificates", "global"),
-    ("backend-service", "BackendServices", "backendServices", "global"),
-    ("health-check", "HealthChecks", "healthChecks", "global"),
-    ("global-address", "GlobalAddresses", "globalAddresses", "global"),
-    ("firewall", "Firewalls", "firewalls", "global"),
-    ("router", "Routers", "routers", "region"),
-    ("subnetwork", "Subnetworks", "subnetworks", "region"),
-    ("network", "Networks", "networks", "global"),
-]
 
 
 def is_ours(resource: Any, tagger: Tagger) -> bool:
@@ -78,36 +53,7 @@ def _all(pages: Callable[[], Any]) -> list[Any]:
 
 
 def leftovers(gcp: GcpClients, ctx: Context) -> list[Leftover]:
-    out: list[Leftover] = []
-    for kind, client, collection, scope in KINDS:
-        out += [
-            Leftover(kind, r.name) for r in named_like(gcp, ctx, client, collection, scope) if is_ours(r, ctx.tagger)
-        ]
-    out += _service_account(gcp, ctx)
-    out += _dns_records(gcp, ctx)
-    return out
+    """What a clean teardown leaves none of: every observable kind of the resource table."""
+    from vmplane.clouds.gcp.resources import TABLE  # the table's observers use the helpers above
 
-
-def _service_account(gcp: GcpClients, ctx: Context) -> list[Leftover]:
-    email = gcp_ids(ctx.infra).ServiceAccountEmail or naming.service_account_email(ctx.spec, gcp.project)
-    sas = gcp.iam.projects().serviceAccounts()
-    name = f"projects/{gcp.project}/serviceAccounts/{email}"
-    try:
-        sa = gcp.call("iam.projects.serviceAccounts.get", lambda: sas.get(name=name).execute())
-    except NotFoundError:
-        return []
-    return [Leftover("service-account", email)] if ownership.owned_by(sa, ctx.tagger) else []
-
-
-def _dns_records(gcp: GcpClients, ctx: Context) -> list[Leftover]:
-    rrsets = gcp.dns.resourceRecordSets()
-    out = []
-    for rec in gcp_ids(ctx.infra).DnsRecords:
-        try:
-            req = rrsets.list(project=gcp.project, managedZone=rec.Zone, name=rec.Name, type=rec.Type)
-            found = gcp.call("dns.resourceRecordSets.list", req.execute)
-        except NotFoundError:  # the zone itself is gone
-            continue
-        if found.get("rrsets"):
-            out.append(Leftover("dns-record-set", f"{rec.Zone}/{rec.Name}/{rec.Type}"))
-    return out
+    return TABLE.leftovers(gcp, ctx)

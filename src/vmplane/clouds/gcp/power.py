@@ -52,7 +52,7 @@ def start_pool(gcp: GcpClients, ctx: Context, pool_name: str) -> None:
     if isinstance(pool, FixedPool):
         recs = _fixed_vms(ctx, pool_name)
         for rec in recs:
-            _start_vm(gcp, ctx, rec)
+            start_vm(gcp, ctx, rec)
         wait_running(gcp, ctx, recs)
         wait_bootstrapped(gcp, ctx, recs)
         infra.StoppedPools = [p for p in infra.StoppedPools if p != pool_name]
@@ -96,7 +96,9 @@ def keep_stopped(gcp: GcpClients, ctx: Context, pool_name: str) -> None:
         ctx.save()
 
 
-def _start_vm(gcp: GcpClients, ctx: Context, rec: VMRecord) -> None:
+def start_vm(gcp: GcpClients, ctx: Context, rec: VMRecord) -> None:
+    """Start one stopped Fixed VM (`vmplane start`, and stepRepairDrift for one stopped out of band); one
+    already running is done. Its record goes `pending`: the caller (or the VM step) waits for it."""
     zone, name = str(rec.AZ), instance_name(rec)
     live = _settled(gcp, zone, name)
     if live is None:

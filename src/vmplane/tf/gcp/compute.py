@@ -1,4 +1,4 @@
-"""The VMs: an instance template per pool, Fixed instances, regional managed instance groups.
+"""The VMs: a regional instance template per pool, Fixed instances, regional managed instance groups.
 
 Every VM gets the same hardening, written out on each template and instance (not read from a local) so
 policy checks see it: no external address, OS Login with project-wide SSH keys blocked, no serial port,
@@ -44,8 +44,11 @@ def compute(spec: EnvSpec) -> list[Item]:
     fixed = any(p.mode == "fixed" for p in spec.pools.values())
     asg = any(p.mode == "asg" for p in spec.pools.values())
     out: list[Item] = [Comment("---- VMs: instance templates, Fixed instances, managed instance groups ----")]
-    tmpl = Block("resource", ["google_compute_instance_template", "pool"])
+    # Regional, as the direct pipeline makes them (clouds/gcp/templates.py): one scope for both, so the
+    # plan's addresses, the sandbox's resources and the stack's agree (clouds/gcp/resources.py).
+    tmpl = Block("resource", ["google_compute_region_instance_template", "pool"])
     tmpl.attr("for_each", E("local.vm.pools"))
+    tmpl.attr("region", E("local.identity.provider.region"))
     # Templates are immutable: a change makes a new one (a new name) before the old one goes.
     # At most 37 characters (the provider appends a unique suffix): env-pool cut to 27, 8 hex of org/env/pool.
     short = 'substr("${local.identity.name}-${each.key}", 0, 27)'
@@ -140,7 +143,7 @@ def _groups(lb: bool, scheduled: bool) -> list[Item]:
     mig.attr("distribution_policy_zones", E("local.zone_names"))
     # The autoscaler owns the size after creation; desired is the size the group starts with.
     mig.attr("target_size", E("each.value.desired"))
-    mig.block("version").attr("instance_template", E("google_compute_instance_template.pool[each.key].id"))
+    mig.block("version").attr("instance_template", E("google_compute_region_instance_template.pool[each.key].id"))
     mig.block("named_port").attr("name", "http").attr("port", E("local.lb.targetPort") if lb else 80)
     mig.block("all_instances_config").attr("labels", labels("vm"))
     if lb:

@@ -15,8 +15,8 @@ def outputs_tf(spec: EnvSpec) -> list[Item]:
         ("service_account_email", "google_service_account.vm.email", "The VMs' service account."),
         (
             "instance_templates",
-            "{ for k, t in google_compute_instance_template.pool : k => t.name }",
-            "Instance template per pool.",
+            "{ for k, t in google_compute_region_instance_template.pool : k => t.name }",
+            "Regional instance template per pool.",
         ),
     ]
     if any(p.mode == "fixed" for p in spec.pools.values()):
