@@ -37,13 +37,16 @@ def repair_drift(pve: Pve, ctx: Context) -> None:
     reported = len(everything) - len(found)
     reads = Reads(pve)
     order = {DriftChange.extra: 0, DriftChange.changed: 1, DriftChange.missing: 2}
+    # PVE refuses to start a VM whose CD-ROM volume is gone: such a VM is started by stepCreateVMs, once
+    # its ISO is uploaded again.
+    no_iso = {d.id for d in found if d.kind == "iso" and d.change is DriftChange.missing}
     for d in sorted(found, key=lambda d: order[d.change]):
         if d.change is DriftChange.extra:
             delete = TABLE.kind(d.kind).delete
             if delete is not None and d.id is not None:
                 delete(reads, ctx, d.id)
         elif d.change is DriftChange.changed:
-            set_back(pve, ctx, d)
+            set_back(pve, ctx, d, no_iso)
         else:
             forget(ctx, d)
         ctx.log(f"repaired {d.resource} ({d.change.value}): {d.repair}")
@@ -56,11 +59,13 @@ def _record(ctx: Context, vmid: str | None) -> VMRecord | None:
     return next((v for v in ctx.infra.VMs if vmid is not None and vmid == v.ID), None)
 
 
-def set_back(pve: Pve, ctx: Context, d: Drift) -> None:
+def set_back(pve: Pve, ctx: Context, d: Drift, no_iso: set[str | None]) -> None:
     fields = {f.field for f in d.fields}
     if d.kind == "vm":
         rec = _record(ctx, d.id)
         if rec is not None and rec.AZ:
+            if pve_ids(ctx.infra).Isos.get(rec.Name) in no_iso:
+                fields.discard("status")
             set_vm_back(pve, ctx, rec, fields)
     elif d.kind == "security-group" and d.id:
         if "rules" in fields:
@@ -97,10 +102,10 @@ def set_vm_back(pve: Pve, ctx: Context, rec: VMRecord, fields: set[str]) -> None
             pve.run_task("POST", f"{path}/status/start", node=node, what=f"start of {rec.Name}")
     if any(f.startswith("tags.") for f in fields):
         config = pve.get(f"{path}/config") or {}
-        have = set(split_tags(config.get("tags")))
-        want = have | set(naming.tag_tokens(ctx.tagger.tags("vm", rec.Name)))
-        if want != have:
-            pve.put(f"{path}/config", tags=";".join(sorted(want)))
+        have = split_tags(config.get("tags"))
+        job = naming.tag_tokens(ctx.tagger.tags("vm", rec.Name))
+        if not set(job) <= set(have):  # the job's in configure's order, then the ones someone added
+            pve.put(f"{path}/config", tags=";".join([*job, *sorted(set(have) - set(job))]))
     if "firewall.enable" in fields or "firewall.policy_in" in fields:
         pve.put(f"{path}/firewall/options", enable=1, policy_in="DROP", dhcp=1)
     if "firewall.rules" in fields:
