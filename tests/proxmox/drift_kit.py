@@ -138,6 +138,10 @@ class Operator:
         self.px.cluster.sdn.vnets(vnet).subnets(subnet).put(delete="snat")
         self.px.cluster.sdn.put()
 
+    def delete_subnet(self, vnet: str, subnet: str) -> None:
+        self.px.cluster.sdn.vnets(vnet).subnets(subnet).delete()
+        self.px.cluster.sdn.put()
+
     def delete_iso(self, node: str, volid: str) -> None:
         storage = volid.split(":", 1)[0]
         self.wait(node, self.px.nodes(node).storage(storage).content(volid).delete())

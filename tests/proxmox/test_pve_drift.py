@@ -56,6 +56,8 @@ def test_vm_deleted_stopped_untagged_and_opened_on_22_are_found_and_repaired(
     op.stop(web0["AZ"], web0["ID"])  # case 2
     op.open_ssh_on_vm(web0["AZ"], web0["ID"])  # case 3, on the VM's own firewall
     op.drop_tag(web0["AZ"], web0["ID"], "team-platform")  # case 5
+    subnet = env.cloud["Subnet"]
+    op.delete_subnet(env.cloud["VNet"], subnet)  # case 6 again: the NAT'ed subnet gone as a whole
 
     before, jobs = op.mutations(serving), env.cli.json("jobs")
     code, report = env.drift()
@@ -73,6 +75,8 @@ def test_vm_deleted_stopped_untagged_and_opened_on_22_are_found_and_repaired(
         "firewall.rules": ([f"GROUP {group}"], sorted([f"GROUP {group}", "IN ACCEPT tcp 22 from 0.0.0.0/0"])),
         "tags.team-platform": ("", None),
     }
+    net = found.pop(f"{T}sdn_subnet.{subnet}")
+    assert (net["kind"], net["id"], net["change"], net["repairable"]) == ("sdn-subnet", subnet, "missing", True)
     # The deleted VM's ISO is a volume of the storage, not of the VM: the purge leaves it, so no more drift.
     assert found == {}, found
     # Without the refresh, the file matches the record: nothing to do.
@@ -82,6 +86,7 @@ def test_vm_deleted_stopped_untagged_and_opened_on_22_are_found_and_repaired(
     lines = _repair_lines(env.apply())
     assert any(line.startswith(f"+ {T}vm.pvd-web-1") and "missing" in line for line in lines), lines
     assert any(line.startswith(f"~ {T}vm.pvd-web-0") and "changed" in line for line in lines), lines
+    assert any(line.startswith(f"+ {T}sdn_subnet.{subnet}") for line in lines), lines
     code, report = env.drift()
     assert (code, report["drift"]) == (0, []), report
     # Cloned again under its name and its VMID; the other one started, untouched otherwise.
@@ -91,6 +96,11 @@ def test_vm_deleted_stopped_untagged_and_opened_on_22_are_found_and_repaired(
     assert "team-platform" in config["tags"].split(";")
     rules = op.qemu(web0["AZ"], web0["ID"]).firewall.rules.get()
     assert [(r["type"], r["action"]) for r in rules] == [("group", group)]
+    again = op.px.cluster.sdn.vnets(env.cloud["VNet"]).subnets(subnet).get()
+    assert (again["cidr"], int(again["snat"])) == ("10.60.0.0/24", 1)
+    # The text form says the same: nothing drifted.
+    proc = env.cli.run("drift", "pvd")
+    assert proc.returncode == 0 and "No drift" in proc.stdout, proc.stdout + proc.stderr
 
 
 @pytest.mark.slow
@@ -105,6 +115,7 @@ def test_group_rules_snat_iso_and_a_stray_vm_are_found_and_repaired(
     op.open_ssh_on_group(group)  # case 3, on the group vmplane made
     op.delete_group_rule(group, "80")  # case 4
     op.snat_off(cloud["VNet"], cloud["Subnet"])  # case 6
+    op.stop(web1["AZ"], web1["ID"])  # PVE cannot start it before its ISO is back: stepCreateVMs does
     op.delete_iso(web1["AZ"], iso)  # case 9
     stray = op.stray_vm("pve1", "handmade", env.token())  # case 10
 
@@ -116,14 +127,21 @@ def test_group_rules_snat_iso_and_a_stray_vm_are_found_and_repaired(
     assert fields(rules) == {"rules": (["IN ACCEPT tcp 80 from 10.60.0.0/24"], ["IN ACCEPT tcp 22 from 0.0.0.0/0"])}
     subnet = found.pop(f"{T}sdn_subnet.{cloud['Subnet']}")
     assert (subnet["kind"], subnet["change"], fields(subnet)) == ("sdn-subnet", "changed", {"snat": (True, False)})
+    assert fields(found.pop(f"{T}vm.pvn-web-1")) == {"status": ("running", "stopped")}
     missing = found.pop(iso_address(iso))
     assert (missing["kind"], missing["id"], missing["change"]) == ("iso", iso, "missing")
     extra = found.pop(f"{T}vm.handmade")
     assert (extra["kind"], extra["id"], extra["change"]) == ("vm", str(stray), "extra")
     assert found == {}, found
 
+    start = len(op.mutations(serving))
     lines = _repair_lines(env.apply())
-    assert sum(line.startswith(("~ ", "+ ", "- ")) for line in lines) == 4, lines
+    assert sum(line.startswith(("~ ", "+ ", "- ")) for line in lines) == 5, lines
+    # The stopped VM is started only after its ISO is uploaded again.
+    sent = [p for _, p in op.mutations(serving)[start:]]
+    upload = sent.index(f"/api2/json/nodes/{web1['AZ']}/storage/local/upload")
+    started = sent.index(f"/api2/json/nodes/{web1['AZ']}/qemu/{web1['ID']}/status/start")
+    assert upload < started, sent
     assert any(line.startswith(f"- {T}vm.handmade") for line in lines), lines
     code, report = env.drift()
     assert (code, report["drift"]) == (0, []), report

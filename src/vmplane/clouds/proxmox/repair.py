@@ -37,9 +37,9 @@ def repair_drift(pve: Pve, ctx: Context) -> None:
     reported = len(everything) - len(found)
     reads = Reads(pve)
     order = {DriftChange.extra: 0, DriftChange.changed: 1, DriftChange.missing: 2}
-    # PVE refuses to start a VM whose CD-ROM volume is gone: such a VM is started by stepCreateVMs, once
-    # its ISO is uploaded again.
-    no_iso = {d.id for d in found if d.kind == "iso" and d.change is DriftChange.missing}
+    # PVE refuses to start a VM whose CD-ROM volume is gone: such a VM is started by stepCreateVMs once its
+    # ISO is uploaded again (missing now, or dropped from the record by a repair killed before it).
+    no_iso = {d.id for d in found if d.kind == "iso" and d.change is DriftChange.missing} | {None}
     for d in sorted(found, key=lambda d: order[d.change]):
         if d.change is DriftChange.extra:
             delete = TABLE.kind(d.kind).delete
@@ -65,7 +65,7 @@ def set_back(pve: Pve, ctx: Context, d: Drift, no_iso: set[str | None]) -> None:
         rec = _record(ctx, d.id)
         if rec is not None and rec.AZ:
             if pve_ids(ctx.infra).Isos.get(rec.Name) in no_iso:
-                fields.discard("status")
+                fields.discard("status")  # stepCreateVMs starts it after the upload (compute.power_state)
             set_vm_back(pve, ctx, rec, fields)
     elif d.kind == "security-group" and d.id:
         if "rules" in fields:
