@@ -2,7 +2,8 @@
 (`resources.TABLE.observe`, plus the templates the pools clone), compared (`clouds.drift.compare`).
 Read-only: GETs only, nothing saved.
 
-Compared per kind: a VM's power state (stopped only while its pool is stopped by `vmplane stop`), its
+Compared per kind: a VM's power state (stopped only while the record lists its pool in StoppedPools;
+Proxmox has no `vmplane stop` yet, it needs schedules, so "running" in practice), its
 tag tokens (the job's; a token someone added is not drift), its own firewall (on, inbound DROP, only
 the group rule); the firewall group's rules (as sorted lines) and the tag set in its comment, the pool's
 comment; the SDN subnet's SNAT flag (the NAT out through the node), gateway and range; the VNet's zone;
