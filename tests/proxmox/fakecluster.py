@@ -6,7 +6,8 @@ What fakepve cannot know, and how the tests deal with it:
   ISO vmplane uploaded and attached (the bytes the fake received), and only when that ISO carries a
   cloud-config does it answer as a guest that ran it (the sentinel file present, commands answering).
 - SDN objects and agent file writes are validated but not stored: SDN intent is asserted from
-  `pve.requests`.
+  `pve.requests`. `serve(..., sdn=True)` stores SDN objects (tests/proxmox/fakesdn.py) for the tests that
+  read them back (drift).
 - A clone keeps pointing at the template's cloud-init CD-ROM volume (real PVE makes `vm-<newid>-cloudinit`),
   so purging a clone deletes the template's volume. The template here has no cloud-init drive, as
   `vmplane proxmox init-node` makes it (vmplane delivers cloud-init on its own ISO).
@@ -23,6 +24,7 @@ from typing import Any
 
 from fakepve import FakePve
 from fakepve.certs import make_cert
+from tests.proxmox.fakesdn import SdnApi
 
 HOST = "127.0.0.1"
 TOKEN_USER = "vmplane@pve"
@@ -103,10 +105,14 @@ def add_template(pve: FakePve, vmid: int = TEMPLATE_VMID, name: str = TEMPLATE_N
     return vm
 
 
+class SdnPve(SdnApi, RecordingPve):
+    """RecordingPve that stores its SDN objects (fakesdn.py)."""
+
+
 @contextmanager
-def serve(pki_dir: Path, *, nodes: tuple[str, ...] = ("pve1",)) -> Iterator[Serving]:
+def serve(pki_dir: Path, *, nodes: tuple[str, ...] = ("pve1",), sdn: bool = False) -> Iterator[Serving]:
     certfile, keyfile = make_cert(str(pki_dir), hosts=(HOST,))[:2]
-    pve = RecordingPve(user="root@pam", password="secret", host=HOST, port=0)
+    pve = (SdnPve if sdn else RecordingPve)(user="root@pam", password="secret", host=HOST, port=0)
     pve.time_scale = 0
     for node in nodes:
         pve.add_node(node)

@@ -59,11 +59,17 @@ def pve_cli(tmp_path: Path, *, token: bool = True) -> PveCli:
 
 
 def write_pve_env(
-    tmp_path: Path, serving: Serving, name: str, *, nodes: tuple[str, ...] = ("pve1",), **overrides: Any
+    tmp_path: Path,
+    serving: Serving,
+    name: str,
+    *,
+    nodes: tuple[str, ...] = ("pve1",),
+    example: str = EXAMPLE,
+    **overrides: Any,
 ) -> Path:
-    """examples/proxmox.jsonc renamed, aimed at the fake (its URL, its CA certificate, its nodes) and
-    cloning the fake's template; `overrides` replace top-level members."""
-    spec = load_spec(EXAMPLES / EXAMPLE).model_dump(mode="json", by_alias=True, exclude_none=True)
+    """examples/proxmox.jsonc (or another Proxmox `example`) renamed, aimed at the fake (its URL, its CA
+    certificate, its nodes) and cloning the fake's template; `overrides` replace top-level members."""
+    spec = load_spec(EXAMPLES / example).model_dump(mode="json", by_alias=True, exclude_none=True)
     provider = {"cloud": "proxmox", "endpoint": serving.pve.url, "nodes": list(nodes)}
     provider["caFile"] = serving.cafile  # type: ignore[attr-defined]
     spec.update(name=name, provider=provider)

@@ -35,7 +35,8 @@ CLOSED = "http://127.0.0.1:9"  # discard: nothing answers, the connection is ref
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[tuple[Serving, GuestPlayer]]:
-    with serve(tmp_path) as serving:
+    # SDN stored: a plan of the applied environment reads the cluster back first (drift).
+    with serve(tmp_path, sdn=True) as serving:
         serving.run(lambda: [add_template(serving.pve, vmid, name) for name, vmid in TEMPLATES.items()])
         player = GuestPlayer(serving).start()
         try:

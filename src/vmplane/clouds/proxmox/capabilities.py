@@ -20,6 +20,7 @@ CAPABILITIES = Capabilities(
     user_data_bytes=USER_DATA_BYTES,
     tags=TagRules(style="tokens", key_pattern=PROXMOX_TAG, max_key=40, max_value=60),
     schedules=False,
+    drift=True,  # clouds/proxmox/drift.py reads it, repair.py repairs it
 )
 
 

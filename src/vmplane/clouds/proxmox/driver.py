@@ -16,6 +16,7 @@ from vmplane.clouds.base import (
     PlannedResource,
     SessionHint,
 )
+from vmplane.clouds.drift import Drift
 from vmplane.clouds.proxmox import agent_exec as pve_exec
 from vmplane.clouds.proxmox import (
     compute,
@@ -25,10 +26,12 @@ from vmplane.clouds.proxmox import (
     ownership,
     power,
     preflight,
+    repair,
     retag,
     rotation,
     templates,
 )
+from vmplane.clouds.proxmox import drift as pve_drift
 from vmplane.clouds.proxmox import plan as pve_plan
 from vmplane.clouds.proxmox.capabilities import CAPABILITIES, static_problems
 from vmplane.clouds.proxmox.ids import pve_ids
@@ -99,6 +102,12 @@ class ProxmoxDriver(CloudDriver):
 
     def leftovers(self, ctx: Context) -> list[Leftover]:
         return inventory.leftovers(self.pve, ctx)
+
+    def drift(self, ctx: Context) -> list[Drift]:
+        return pve_drift.drift(self.pve, ctx)
+
+    def repair_drift(self, ctx: Context) -> None:
+        repair.repair_drift(self.pve, ctx)
 
     def run_command(
         self, instance_ids: list[str], commands: list[str], timeout: float, comment: str = "vmplane exec"
