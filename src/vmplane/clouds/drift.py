@@ -9,7 +9,7 @@ user owns (an existing VPC's group) is reported and never changed (`owned=False`
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -97,11 +97,16 @@ EXTRA_REPAIR = "deleted: it carries the job's tags but the file does not ask for
 
 
 def compare(
-    expected: Iterable[Expected], observed: Iterable[Observed], *, extra_kinds: Iterable[str] = ()
+    expected: Iterable[Expected],
+    observed: Iterable[Observed],
+    *,
+    extra_kinds: Iterable[str] = (),
+    address: Callable[[str, str], str] | None = None,
 ) -> list[Drift]:
     """The differences, expected resources first (in their order), then the extras. `extra_kinds`: the kinds
     whose unmatched observed resources are `extra` (those found by the job's tags); an observed resource of
-    another kind that nothing expects was read only to compare and is not reported."""
+    another kind that nothing expects was read only to compare and is not reported. `address(kind, name)`:
+    an extra's plan address (the driver's table knows the kind's Terraform type); `<kind>.<name>` without."""
     seen: set[tuple[str, str]] = set()
     pool = list(observed)
     out: list[Drift] = []
@@ -120,7 +125,8 @@ def compare(
     for got in pool:
         if got.kind in kinds and (got.kind, got.id) not in seen:
             name = got.name or got.id
-            out.append(Drift(f"{got.kind}.{name}", got.kind, got.id, DriftChange.extra, (), EXTRA_REPAIR))
+            where = address(got.kind, name) if address is not None else f"{got.kind}.{name}"
+            out.append(Drift(where, got.kind, got.id, DriftChange.extra, (), EXTRA_REPAIR))
     return out
 
 

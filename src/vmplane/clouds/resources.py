@@ -61,6 +61,10 @@ class ResourceTable(Generic[C]):
     def tf_type(self, kind: str) -> str:
         return self.kind(kind).tf_type
 
+    def address(self, kind: str, name: str) -> str:
+        """The plan address of one resource of `kind` (drift's extras are named so)."""
+        return self.kind(kind).address(name)
+
     def tf_types(self) -> set[str]:
         return {k.tf_type for k in self.kinds}
 

@@ -46,17 +46,16 @@ USERS_RULE = "reported only: a rule on your network (network.existingVpcId), not
 def drift(gcp: GcpClients, ctx: Context) -> list[Drift]:
     observed = _known_parts_removed(ctx, _with_nats(TABLE.observe(gcp, ctx)))
     users = _users_rules(gcp, ctx)
-    found = compare(expected(gcp, ctx), observed + users, extra_kinds=TABLE.observed_kinds())
+    found = compare(expected(gcp, ctx), observed + users, extra_kinds=TABLE.observed_kinds(), address=TABLE.address)
     theirs = {o.id for o in users}
     return [_named(d, theirs) if d.change is DriftChange.extra else d for d in found]
 
 
 def _named(extra: Drift, theirs: set[str]) -> Drift:
-    """An extra by its plan address (compare names it `<kind>.<name>`); the user's rule reported only."""
-    named = replace(extra, resource=TABLE.kind(extra.kind).address(extra.id or ""))
+    """The user's rule among the extras: reported only."""
     if extra.kind == "firewall" and extra.id in theirs:
-        return replace(named, repair=USERS_RULE, repairable=False)
-    return named
+        return replace(extra, repair=USERS_RULE, repairable=False)
+    return extra
 
 
 def _users_rules(gcp: GcpClients, ctx: Context) -> list[Observed]:

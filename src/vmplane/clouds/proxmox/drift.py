@@ -14,10 +14,8 @@ a job VMID that no VM records.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from vmplane.clouds.base import Context
-from vmplane.clouds.drift import Drift, DriftChange, Expected, Observed, compare
+from vmplane.clouds.drift import Drift, Expected, Observed, compare
 from vmplane.clouds.proxmox import firewall, naming
 from vmplane.clouds.proxmox.ids import pve_ids
 from vmplane.clouds.proxmox.resources import TABLE, Reads, rule_text
@@ -161,9 +159,4 @@ def observe(pve: Pve, ctx: Context) -> list[Observed]:
 
 
 def drift(pve: Pve, ctx: Context) -> list[Drift]:
-    found = compare(expected(ctx), observe(pve, ctx), extra_kinds=EXTRA_KINDS)
-    # `compare` names an extra `<kind>.<name>`; the plan's address is the kind's Terraform type's.
-    return [
-        replace(d, resource=address(d.kind, d.resource.partition(".")[2])) if d.change is DriftChange.extra else d
-        for d in found
-    ]
+    return compare(expected(ctx), observe(pve, ctx), extra_kinds=EXTRA_KINDS, address=address)
