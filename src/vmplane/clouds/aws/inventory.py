@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from functools import partial
 
-from vmplane.clouds.aws import iam, lb, schedules
-from vmplane.clouds.aws.asg import job_scaling_groups
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.ids import aws_ids
+from vmplane.clouds.aws.resources import TABLE
 from vmplane.clouds.aws.session import AwsClients
-from vmplane.clouds.aws.tags import job_filters, matches_tag_filters, owned_by
+from vmplane.clouds.aws.tags import job_filters, matches_tag_filters
 from vmplane.clouds.base import Context, Leftover
-from vmplane.clouds.errors import NotFoundError
 from vmplane.clouds.parallel import side_by_side
 
 Found = tuple[str, str, list[dict[str, str]]]
@@ -59,22 +56,7 @@ def job_ec2_resources(aws: AwsClients, ctx: Context) -> list[tuple[str, str, lis
 
 
 def leftovers(aws: AwsClients, ctx: Context) -> list[Leftover]:
-    """What `destroy` must leave none of; the lookups are independent, so they run side by side."""
-    name = aws_ids(ctx.infra).RoleName or iam.role_name(ctx)
-
-    def iam_entity(kind: str, fetch: Callable[[], list[dict[str, str]]]) -> list[Leftover]:
-        try:
-            tags = fetch()
-        except NotFoundError:
-            return []
-        return [Leftover(kind, name)] if owned_by(tags, ctx.tagger) else []
-
-    found = side_by_side(
-        lambda: [Leftover(kind, rid) for kind, rid, _ in job_ec2_resources(aws, ctx)],
-        lambda: iam_entity("iam-role", iam.role_tags(aws, name)),
-        lambda: iam_entity("iam-instance-profile", iam.profile_tags(aws, name)),
-        lambda: [Leftover("auto-scaling-group", n) for n in job_scaling_groups(aws, ctx.tagger)],
-        lambda: [Leftover(kind, ident) for kind, ident in lb.leftovers(aws, ctx.tagger, ctx.infra)],
-        lambda: [Leftover(kind, ident) for kind, ident in schedules.leftovers(aws, ctx)],
-    )
-    return [left for group in found for left in group]
+    """What `destroy` must leave none of: everything the resource table observes as the job's (one lookup
+    per kind, side by side)."""
+    aws_ids(ctx.infra)  # the record's AWS part exists before the lookups read it side by side
+    return TABLE.leftovers(aws, ctx)

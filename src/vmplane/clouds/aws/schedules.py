@@ -168,7 +168,7 @@ def _job_groups(ctx: Context) -> dict[str, str]:
     return out
 
 
-def _our_actions(aws: AwsClients, ctx: Context) -> list[tuple[str, str]]:
+def our_actions(aws: AwsClients, ctx: Context) -> list[tuple[str, str]]:
     """(group, action) for every scheduled action named for one of the job's pools."""
     out = []
     for group, pool_name in sorted(_job_groups(ctx).items()):
@@ -180,7 +180,7 @@ def _our_actions(aws: AwsClients, ctx: Context) -> list[tuple[str, str]]:
 
 def delete_schedules(aws: AwsClients, ctx: Context) -> None:
     """Before the VMs go (a scheduled start must not race the teardown); found by name, not the record."""
-    actions = _our_actions(aws, ctx)
+    actions = our_actions(aws, ctx)
     for group, name in actions:
         _delete_actions(aws, group, [name])
     aws_ids(ctx.infra).ScheduledActions = {}
@@ -192,7 +192,7 @@ def delete_schedules(aws: AwsClients, ctx: Context) -> None:
 
 def leftovers(aws: AwsClients, ctx: Context) -> list[tuple[str, str]]:
     """What of the schedules is still there: (kind, id)."""
-    out = [("scheduled-action", f"{group}/{name}") for group, name in _our_actions(aws, ctx)]
+    out = [("scheduled-action", f"{group}/{name}") for group, name in our_actions(aws, ctx)]
     found = eventbridge.group_contents(aws, ctx)
     if found is not None:
         group, names = found
