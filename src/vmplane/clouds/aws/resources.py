@@ -320,3 +320,17 @@ EXTRA_KINDS = frozenset(
     for k in TABLE.kinds
     if k.observe is not None and k.kind not in ("volume", "network-interface", "dns-record", "scheduled-action")
 )
+# The kinds EC2 describes by tag (retag re-tags them in batches of CreateTags).
+EC2_KINDS = (
+    "instance",
+    "vpc",
+    "subnet",
+    "internet-gateway",
+    "nat-gateway",
+    "elastic-ip",
+    "route-table",
+    "security-group",
+    "launch-template",
+    "volume",
+    "network-interface",
+)
