@@ -20,7 +20,7 @@ MONDAY_NOON = datetime(2026, 11, 30, 11, 0, tzinfo=UTC)  # 12:00 in Berlin: insi
 SUNDAY = datetime(2026, 11, 29, 11, 0, tzinfo=UTC)  # outside them
 
 
-def _ctx(schedule: dict[str, str] | None = None, stopped_pools: list[str] | None = None):  # noqa: ANN202
+def _ctx(schedule: dict[str, str] | None = None, stopped_pools: list[str] | None = None):
     spec = load_spec("examples/fixed.jsonc")
     if schedule is not None:
         spec = variant(spec, pools={"web": {"schedule": schedule}})
@@ -28,7 +28,7 @@ def _ctx(schedule: dict[str, str] | None = None, stopped_pools: list[str] | None
     return make_ctx(spec, InfraConfig(VMs=vms, StoppedPools=stopped_pools or []))
 
 
-def _power(ctx, now: datetime) -> dict[str, object]:  # noqa: ANN001
+def _power(ctx, now: datetime) -> dict[str, object]:
     wanted = [e for e in drift.expected(ctx, [], now) if e.kind == "instance"]
     assert [e.id for e in wanted] == ["i-0", "i-1"]
     return dict(wanted[0].fields)
