@@ -25,8 +25,7 @@ def observed_only(spec: EnvSpec) -> set[str]:
     """In the sandbox after apply, not a "+" line of the plan: what AWS makes with the VPC (vmplane tags
     them and empties the default group, but does not create them) and the certificate's DNS validation
     record (its name is ACM's, known only once the certificate is requested)."""
-    out = {f"aws_security_group.{spec.name}-default", f"aws_route_table.{spec.name}-default"}
-    return out
+    return {f"aws_security_group.{spec.name}-default", f"aws_route_table.{spec.name}-default"}
 
 
 def stack_types(spec: EnvSpec) -> set[str]:
@@ -74,6 +73,8 @@ def test_plan_sandbox_and_stack_agree_with_the_table(
     job = cli.json("apply", "-f", str(env_file), "--sandbox", "--yes")
     assert job["status"] == "succeeded", job["error"]
     try:
+        # A clean apply has no drift (nothing the table observes is unexpected, nothing expected is missing).
+        assert cli.json("drift", name)["drift"] == []
         found, zones = observe(cli, name, monkeypatch)
     finally:
         done = cli.json("destroy", "-f", str(env_file), "--sandbox", "--yes")

@@ -133,7 +133,8 @@ def _tcp_rule(port: int, source: str) -> dict[str, Any]:
 
 
 def ensure_lb_security_group(aws: AwsClients, ctx: Context) -> None:
-    """The LB's group: HTTP and HTTPS from anywhere. Rules added by hand are left alone (unlike the VM group)."""
+    """The LB's group: HTTP and HTTPS from anywhere. This step only adds what is missing; a rule added out of
+    band is drift, revoked by the repair (clouds/aws/repair.py)."""
     ec2, infra = aws.ec2, ctx.infra
     group = find_or_create_group(aws, ctx, "lb-sg", "lb", "HTTPS and HTTP from anywhere")
     gid, perms = group["GroupId"], group.get("IpPermissions", [])
