@@ -200,3 +200,6 @@ def test_a_repair_killed_after_each_call_converges(
     assert (operation["kind"], operation["status"]) == ("repair", "succeeded"), operation.get("error")
     assert cli.json("drift", env)["drift"] == []
     SCENARIOS[scenario][2](sandbox, job_id, env)
+    # The record follows: the VM made again is recorded with its new id, through readiness.
+    vms = cli.json("status", env)["config"]["infra"]["VMs"]
+    assert vms and all(v["State"] == "ready" for v in vms), vms

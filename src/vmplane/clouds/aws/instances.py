@@ -51,7 +51,8 @@ def ensure_fixed_pool(aws: AwsClients, ctx: Context, pool_name: str, pool: Fixed
             # EC2 answers a reused token with the instance it first launched, terminated or not.
             suffix = f"-after-{rec.ID}" if rec.ID else ""
             live = run_instance(aws, ctx, pool_name, name, subnet, token_suffix=suffix)
-            rec.State = VMState.pending  # a new instance goes through readiness
+        if live["InstanceId"] != rec.ID:
+            rec.State = VMState.pending  # a new instance (launched now or before a crash) goes through readiness
         record_instance(rec, live)
         follow_power_state(rec, live)
         ctx.save()
