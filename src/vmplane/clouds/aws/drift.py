@@ -21,6 +21,7 @@ from vmplane.clouds.aws.security_groups import HTTP_PORT, HTTPS_PORT, Source, de
 from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.base import MANAGED_BY, Context
 from vmplane.clouds.drift import Drift, DriftChange, Expected, Observed, compare
+from vmplane.clouds.errors import NotFoundError
 from vmplane.envspec.models import FixedPool
 from vmplane.state import VMState
 
@@ -82,7 +83,10 @@ def _user_groups(aws: AwsClients, ctx: Context) -> list[Observed]:
     recorded = aws_ids(ctx.infra).UserGroupRules
     if not recorded:
         return []
-    found = aws_call(aws.ec2.describe_security_groups, GroupIds=sorted(recorded))["SecurityGroups"]
+    try:
+        found = aws_call(aws.ec2.describe_security_groups, GroupIds=sorted(recorded))["SecurityGroups"]
+    except NotFoundError:  # deleted with the user's VPC: reported missing (the user's to say)
+        return []
     return [
         Observed(
             "security-group",
