@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from vmplane.clouds.aws import certs, lb, naming
 from vmplane.clouds.aws.driver import AwsDriver
 from vmplane.clouds.aws.ids import aws_ids
+from vmplane.clouds.aws.resources import TABLE
 from vmplane.clouds.aws.session import AwsTarget
 from vmplane.clouds.base import API_CALLS
 from vmplane.clouds.errors import InvalidRequestError
@@ -167,7 +168,8 @@ def test_detach_removes_every_part_and_keeps_the_vms(aws, spec, zone):
         None,
         [],
     )
-    assert lb.leftovers(aws, ctx.tagger, infra) == []
+    lb_kinds = ["load-balancer", "target-group", "listener", "certificate", "dns-record"]
+    assert TABLE.observe(aws, ctx, lb_kinds) == []
 
     # Attach again: a fresh set, the VMs registered again.
     _attach(driver, ctx)

@@ -80,6 +80,7 @@ def ensure_asg_pool(
         if not owned_by(groups[0].get("Tags", []), t):
             owner = tag_owner(groups[0].get("Tags", []), t)
             raise ConflictError(f"auto scaling group {name} exists and belongs to {owner or 'someone else'}")
+        _follow_template(aws, ctx, pool_name, groups[0])
         # Sizes are a cloud change, applied in place; instances that stay in range are kept.
         if (update := size_update(groups[0], pool, held=held is not None)) is not None:
             aws_call(asg.update_auto_scaling_group, AutoScalingGroupName=name, **update)
@@ -117,6 +118,20 @@ def ensure_asg_pool(
     instances = wait_capacity(aws, name, sizes["DesiredCapacity"])
     sync_group_records(aws, ctx, pool_name, [i["InstanceId"] for i in instances])
     ctx.log(f"pool {pool_name}: auto scaling group {name} with {len(instances)} in service")
+
+
+def _follow_template(aws: AwsClients, ctx: Context, pool_name: str, group: dict[str, Any]) -> None:
+    """The group launches from the pool's recorded template: one made again (its template was deleted
+    out of band, `repair`) has a new id, and the group would otherwise keep naming the deleted one."""
+    want = ctx.infra.LaunchTemplateID[pool_name]
+    if (group.get("LaunchTemplate") or {}).get("LaunchTemplateId") == want:
+        return
+    aws_call(
+        aws.autoscaling.update_auto_scaling_group,
+        AutoScalingGroupName=group["AutoScalingGroupName"],
+        LaunchTemplate={"LaunchTemplateId": want, "Version": group_version(ctx, pool_name)},
+    )
+    ctx.log(f"pool {pool_name}: auto scaling group {group['AutoScalingGroupName']} now launches from {want}")
 
 
 def wait_capacity(aws: AwsClients, name: str, desired: int, timeout: float = RUNNING_TIMEOUT) -> list[dict[str, Any]]:

@@ -20,6 +20,7 @@ CAPABILITIES = Capabilities(
     user_data_bytes=USER_DATA_BYTES,
     tags=TagRules(style="key_value", key_pattern=AWS_TAG_KEY, max_key=128, max_value=256),
     schedules=True,
+    drift=True,  # clouds/aws/drift.py reads, clouds/aws/repair.py repairs
 )
 
 

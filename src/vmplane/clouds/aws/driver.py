@@ -16,12 +16,14 @@ from vmplane.clouds.aws import (
     network_teardown,
     pool_power,
     preflight,
+    repair,
     retag,
     rotation,
     schedules,
     security_groups,
     templates,
 )
+from vmplane.clouds.aws import drift as aws_drift
 from vmplane.clouds.aws import exec as aws_exec
 from vmplane.clouds.aws import plan as aws_plan
 from vmplane.clouds.aws.capabilities import CAPABILITIES
@@ -35,6 +37,7 @@ from vmplane.clouds.base import (
     PlannedResource,
     SessionHint,
 )
+from vmplane.clouds.drift import Drift
 from vmplane.clouds.parallel import side_by_side
 from vmplane.envspec.models import Cloud, EnvSpec
 from vmplane.state import InfraConfig
@@ -121,6 +124,12 @@ class AwsDriver(CloudDriver):
 
     def leftovers(self, ctx: Context) -> list[Leftover]:
         return inventory.leftovers(self.aws, ctx)
+
+    def drift(self, ctx: Context) -> list[Drift]:
+        return aws_drift.drift(self.aws, ctx)
+
+    def repair_drift(self, ctx: Context) -> None:
+        repair.repair_drift(self.aws, ctx)
 
     def run_command(
         self, instance_ids: list[str], commands: list[str], timeout: float, comment: str = "vmplane exec"

@@ -33,6 +33,9 @@ class AwsInfra(CloudInfra):
     PublicSubnetIDs: list[str] = Field(default_factory=list)
     PublicRouteTableID: str | None = None
     PrivateRouteTableID: str | None = None
+    # An existing VPC's default security group as it was when the job adopted the VPC (group id ->
+    # {"ingress", "egress"} rules): the user's, so drift reports a change to it and never repairs it.
+    UserGroupRules: dict[str, dict[str, list[str]]] = Field(default_factory=dict)
     # Identity
     RoleName: str | None = None
     InstanceProfileName: str | None = None

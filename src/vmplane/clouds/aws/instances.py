@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 from typing import Any
 
 from vmplane.bootstrap.cloudinit import SENTINEL_CHECK_COMMAND
@@ -46,7 +47,12 @@ def ensure_fixed_pool(aws: AwsClients, ctx: Context, pool_name: str, pool: Fixed
             continue
         if live is None:
             subnet = infra.VMSubnetIDs[index % len(infra.VMSubnetIDs)]
-            live = run_instance(aws, ctx, pool_name, name, subnet)
+            # The recorded instance is gone (terminated out of band): a launch token of its own, since
+            # EC2 answers a reused token with the instance it first launched, terminated or not.
+            suffix = f"-after-{rec.ID}" if rec.ID else ""
+            live = run_instance(aws, ctx, pool_name, name, subnet, token_suffix=suffix)
+        if live["InstanceId"] != rec.ID:
+            rec.State = VMState.pending  # a new instance (launched now or before a crash) goes through readiness
         record_instance(rec, live)
         follow_power_state(rec, live)
         ctx.save()
@@ -124,7 +130,7 @@ def run_instance(
                     MinCount=1,
                     MaxCount=1,
                     # Same token on a retry after a crash: AWS returns the first instance, not a new one.
-                    ClientToken=f"{ctx.job_id}-{name}{token_suffix}"[:64],
+                    ClientToken=client_token(f"{ctx.job_id}-{name}", token_suffix),
                     # Tagged here as well as in the template: tags must not depend on propagation.
                     TagSpecifications=[
                         *tag_spec("instance", ctx.tagger.tags("vm", name)),
@@ -139,6 +145,15 @@ def run_instance(
             raise
 
     return retry(launch, what=f"launch {name}", timeout=IAM_PROPAGATION_TIMEOUT)
+
+
+def client_token(base: str, suffix: str) -> str:
+    """RunInstances' idempotency token (at most 64 characters). A suffix must survive the cut, or two
+    launches of one name would share a token: then the head and a digest of the whole."""
+    token = f"{base}{suffix}"
+    if not suffix or len(token) <= 64:
+        return token[:64]
+    return f"{token[:55]}-{hashlib.sha1(token.encode()).hexdigest()[:8]}"
 
 
 def record_instance(rec: VMRecord, inst: dict[str, Any]) -> None:

@@ -26,7 +26,7 @@ from vmplane.clouds.errors import (
 )
 from vmplane.clouds.waits import poll
 from vmplane.envspec.models import AsgPool, CertSource, LoadBalancer
-from vmplane.state import InfraConfig, VMState
+from vmplane.state import VMState
 
 SSL_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06"
 LB_TIMEOUT = 900.0
@@ -304,12 +304,3 @@ def job_listeners(aws: AwsClients, t: Tagger, lb_arns: list[str]) -> list[tuple[
         for x in aws_call(aws.elbv2.describe_listeners, LoadBalancerArn=a)["Listeners"]
     ]
     return _tagged_elb(aws, t, arns)
-
-
-def leftovers(aws: AwsClients, t: Tagger, infra: InfraConfig) -> list[tuple[str, str]]:
-    out = [("load-balancer" if ":loadbalancer/" in a else "target-group", a) for a, _ in job_elb_resources(aws, t)]
-    out += [("certificate", a) for a, _ in certs.job_certificates(aws, t)]
-    out += [
-        ("dns-record", f"{r.Name} {r.Type}") for r in aws_ids(infra).DNSRecords if dns.find_record(aws, r) is not None
-    ]
-    return out

@@ -10,6 +10,7 @@ from functools import partial
 from vmplane.clouds.aws import naming
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.ids import aws_ids
+from vmplane.clouds.aws.security_groups import perm_rules
 from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.aws.tags import find_tagged, job_filters, tag_list, tag_spec
 from vmplane.clouds.base import Context
@@ -208,6 +209,16 @@ def _adopt_existing(aws: AwsClients, ctx: Context) -> None:
     infra.NetworkID, aws_ids(infra).VpcCidr, infra.NetworkCreated = vpcs[0]["VpcId"], vpcs[0]["CidrBlock"], False
     infra.VMSubnetIDs = [s["SubnetId"] for s in subnets]
     infra.Zones = [s["AvailabilityZone"] for s in subnets]
+    if not aws_ids(infra).UserGroupRules:  # the first adoption's view: what drift compares the group with
+        groups = aws_call(
+            aws.ec2.describe_security_groups,
+            Filters=[{"Name": "vpc-id", "Values": [infra.NetworkID]}, {"Name": "group-name", "Values": ["default"]}],
+        )["SecurityGroups"]
+        aws_ids(infra).UserGroupRules = {
+            g["GroupId"]: {"ingress": perm_rules(g.get("IpPermissions", [])),
+                           "egress": perm_rules(g.get("IpPermissionsEgress", []))}
+            for g in groups
+        }  # fmt: skip
     ctx.save()
     ctx.log(f"using existing vpc {infra.NetworkID} (not managed by vmplane)")
 
@@ -291,9 +302,7 @@ def _ensure_route_table(aws: AwsClients, ctx: Context, role: str, subnet_ids: li
         )["RouteTable"]
     )
     rt_id = rt["RouteTableId"]
-    if not any(r.get("DestinationCidrBlock") == "0.0.0.0/0" for r in rt.get("Routes", [])):
-        with contextlib.suppress(ConflictError):  # RouteAlreadyExists after a crash before the checkpoint
-            aws_call(ec2.create_route, RouteTableId=rt_id, DestinationCidrBlock="0.0.0.0/0", **target)
+    ensure_default_route(aws, rt_id, rt.get("Routes", []), target)
     associated = {a.get("SubnetId") for a in rt.get("Associations", [])}
     side_by_side(
         *(
@@ -303,3 +312,18 @@ def _ensure_route_table(aws: AwsClients, ctx: Context, role: str, subnet_ids: li
         )
     )
     return str(rt_id)
+
+
+def ensure_default_route(aws: AwsClients, rt_id: str, current: list[dict[str, str]], target: dict[str, str]) -> bool:
+    """0.0.0.0/0 -> `target` in the table: created, or replaced when it points elsewhere (a NAT gateway
+    made again after one was deleted leaves a blackhole route to the old one). True if it was changed."""
+    ((key, want),) = target.items()
+    default = next((r for r in current if r.get("DestinationCidrBlock") == "0.0.0.0/0"), None)
+    if default is not None and default.get(key) == want:
+        return False
+    if default is None:
+        with contextlib.suppress(ConflictError):  # RouteAlreadyExists after a crash before the checkpoint
+            aws_call(aws.ec2.create_route, RouteTableId=rt_id, DestinationCidrBlock="0.0.0.0/0", **target)
+    else:
+        aws_call(aws.ec2.replace_route, RouteTableId=rt_id, DestinationCidrBlock="0.0.0.0/0", **target)
+    return True

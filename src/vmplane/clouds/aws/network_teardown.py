@@ -28,6 +28,9 @@ def delete_network(aws: AwsClients, ctx: Context) -> None:
     infra, ec2, t = ctx.infra, aws.ec2, ctx.tagger
     if infra.NetworkID and not infra.NetworkCreated:
         ctx.log(f"leaving existing vpc {infra.NetworkID} untouched")
+        # Still after the steps before it: an early step that ends is settled at once, and the leftover
+        # check after it (stepUnregisterSpace) would otherwise run while the VMs are still going.
+        ctx.wait_inputs()
         return
 
     nats = find_tagged(

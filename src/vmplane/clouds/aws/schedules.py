@@ -15,7 +15,6 @@ The sandbox (moto) stores scheduled actions and schedules and never fires them.
 
 from __future__ import annotations
 
-import contextlib
 from functools import partial
 from typing import Any
 
@@ -24,7 +23,6 @@ from vmplane.clouds.aws import eventbridge, iam, naming
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.aws.session import AwsClients
-from vmplane.clouds.aws.tags import owned_by
 from vmplane.clouds.base import Context
 from vmplane.clouds.errors import NotFoundError
 from vmplane.envspec.models import AsgPool, FixedPool
@@ -168,7 +166,7 @@ def _job_groups(ctx: Context) -> dict[str, str]:
     return out
 
 
-def _our_actions(aws: AwsClients, ctx: Context) -> list[tuple[str, str]]:
+def our_actions(aws: AwsClients, ctx: Context) -> list[tuple[str, str]]:
     """(group, action) for every scheduled action named for one of the job's pools."""
     out = []
     for group, pool_name in sorted(_job_groups(ctx).items()):
@@ -180,7 +178,7 @@ def _our_actions(aws: AwsClients, ctx: Context) -> list[tuple[str, str]]:
 
 def delete_schedules(aws: AwsClients, ctx: Context) -> None:
     """Before the VMs go (a scheduled start must not race the teardown); found by name, not the record."""
-    actions = _our_actions(aws, ctx)
+    actions = our_actions(aws, ctx)
     for group, name in actions:
         _delete_actions(aws, group, [name])
     aws_ids(ctx.infra).ScheduledActions = {}
@@ -188,18 +186,3 @@ def delete_schedules(aws: AwsClients, ctx: Context) -> None:
     if actions:
         ctx.log(f"deleted {len(actions)} scheduled actions")
     eventbridge.delete_group(aws, ctx)
-
-
-def leftovers(aws: AwsClients, ctx: Context) -> list[tuple[str, str]]:
-    """What of the schedules is still there: (kind, id)."""
-    out = [("scheduled-action", f"{group}/{name}") for group, name in _our_actions(aws, ctx)]
-    found = eventbridge.group_contents(aws, ctx)
-    if found is not None:
-        group, names = found
-        out += [("schedule", f"{group}/{n}") for n in names]
-        out.append(("schedule-group", group))
-    name = aws_ids(ctx.infra).SchedulerRoleName or naming.scheduler_role_name(ctx.spec)
-    with contextlib.suppress(NotFoundError):
-        if owned_by(iam.role_tags(aws, name)(), ctx.tagger):
-            out.append(("iam-role", name))
-    return out

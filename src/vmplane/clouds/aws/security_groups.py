@@ -58,6 +58,20 @@ def diff_ingress(desired: set[Source], observed: list[dict[str, Any]]) -> Ingres
     return out
 
 
+def perm_rules(perms: list[dict[str, Any]]) -> list[str]:
+    """Security group permissions as sorted one-source rules (`tcp/22 0.0.0.0/0`, `all sg-1`): a set
+    compared as a JSON list, whatever way the cloud grouped them."""
+    out: set[str] = set()
+    for p in perms:
+        proto, lo, hi = p.get("IpProtocol"), p.get("FromPort"), p.get("ToPort")
+        what = "all" if proto == "-1" else f"{proto}/{lo}" if lo == hi else f"{proto}/{lo}-{hi}"
+        out.update(f"{what} {r['CidrIp']}" for r in p.get("IpRanges", []))
+        out.update(f"{what} {r['CidrIpv6']}" for r in p.get("Ipv6Ranges", []))
+        out.update(f"{what} {g['GroupId']}" for g in p.get("UserIdGroupPairs", []))
+        out.update(f"{what} {x['PrefixListId']}" for x in p.get("PrefixListIds", []))
+    return sorted(out)
+
+
 def ensure_security_group(aws: AwsClients, ctx: Context) -> str:
     """The VM group: the configured TCP ports from inside the VPC only, and with a load balancer its
     target and health-check ports from the LB's group only. Never 22, never 0.0.0.0/0."""
@@ -119,7 +133,8 @@ def _tcp_rule(port: int, source: str) -> dict[str, Any]:
 
 
 def ensure_lb_security_group(aws: AwsClients, ctx: Context) -> None:
-    """The LB's group: HTTP and HTTPS from anywhere. Rules added by hand are left alone (unlike the VM group)."""
+    """The LB's group: HTTP and HTTPS from anywhere. This step only adds what is missing; a rule added out of
+    band is drift, revoked by the repair (clouds/aws/repair.py)."""
     ec2, infra = aws.ec2, ctx.infra
     group = find_or_create_group(aws, ctx, "lb-sg", "lb", "HTTPS and HTTP from anywhere")
     gid, perms = group["GroupId"], group.get("IpPermissions", [])
