@@ -4,10 +4,10 @@ and check again; a viewer reads the drift but is offered no repair; without Java
 page of its own.
 
 The server runs in this process (uvicorn in a thread, its workflows here too) so that the AWS driver's
-`drift` and `repair_drift` can answer from a recorded list of `Drift` (tests/recorded_drift.py): no
-driver on this branch reads drift, and what each cloud finds and repairs is tested in the clouds' own
-tests. Everything above the driver is real: the pages, the job records, the repair operation's run on
-the sandbox."""
+`drift` and `repair_drift` can answer from a recorded list of `Drift` (tests/recorded_drift.py): the
+test decides what is found, and what each cloud finds and repairs is tested in the clouds' own tests (the
+real AWS driver through the API: test_api_drift_aws.py). Everything above the driver is real: the pages,
+the job records, the repair operation's run on the sandbox."""
 
 from __future__ import annotations
 

@@ -2,11 +2,12 @@
 through the API in this process (so its driver can be substituted) with its workflows running here, on
 the sandbox (examples/fixed.jsonc under names of its own).
 
-The AWS driver's `drift` and `repair_drift` answer from a recorded list of `Drift` (tests/recorded_drift.py):
-no driver on this branch reads drift, and what each cloud finds and repairs is tested in the clouds' own
-tests (test_<cloud>_drift.py). Everything above the driver is real: the API, its job records, the repair
-operation's run (stepValidate, stepRepairDrift, then every provisioning step reconciling on the sandbox)
-and /metrics."""
+The AWS driver's `drift` and `repair_drift` answer from a recorded list of `Drift` (tests/recorded_drift.py),
+so a test can hold a repair in its step (a job not at rest) and make the cloud unreadable on demand. What
+each cloud finds and repairs is tested in the clouds' own tests (test_<cloud>_drift.py), the real AWS
+driver through this API in test_api_drift_aws.py. Everything above the driver is real: the API, its job
+records, the repair operation's run (stepValidate, stepRepairDrift, then every provisioning step
+reconciling on the sandbox) and /metrics."""
 
 from __future__ import annotations
 
@@ -38,8 +39,13 @@ DRIFT_KEYS = {"env", "job", "target", "drift"}
 class DriftApi:
     c: TestClient
     settings: Settings
-    fake: RecordedDrift
+    fake: RecordedDrift | None  # None: the real driver reads the sandbox (test_api_drift_aws.py)
     tokens: dict[tuple[str, str], str]
+
+    @property
+    def recorded(self) -> RecordedDrift:
+        assert self.fake is not None, "this API reads the real driver's drift"
+        return self.fake
 
     def auth(self, role: str = "operator", org: str = "acme") -> dict[str, str]:
         if (org, role) not in self.tokens:
@@ -75,7 +81,7 @@ class DriftApi:
         """The gauge's samples: (kind, change) -> value (a label set an earlier check found stays, at 0)."""
         r = self.c.get("/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"})
         assert r.status_code == 200, r.text
-        found = re.findall(r'^vmplane_drift_resources\{change="(\w+)",kind="(\w+)"\} (\S+)$', r.text, re.M)
+        found = re.findall(r'^vmplane_drift_resources\{change="(\w+)",kind="([\w-]+)"\} (\S+)$', r.text, re.M)
         return {(kind, change): float(value) for change, kind, value in found}
 
     def provisioned(self, name: str) -> dict[str, Any]:
@@ -89,8 +95,10 @@ class DriftApi:
         return job
 
 
-@pytest.fixture(scope="module")
-def api(sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DriftApi]:
+def serve_in_process(
+    sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory, fake: RecordedDrift | None
+) -> Iterator[DriftApi]:
+    """The API with its workflows in this process on the sandbox; `fake` substitutes the AWS driver's drift."""
     from vmplane.api.app import create_app
     from vmplane.pipeline import engine
     from vmplane.settings import get_settings
@@ -101,17 +109,23 @@ def api(sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         mp.setenv("VMPLANE_GCP_SANDBOX_PORT", str(sandbox.gcp_port))
         mp.setenv("VMPLANE_METRICS_TOKEN", METRICS_TOKEN)
         get_settings.cache_clear()
-        fake = RecordedDrift()
-        fake.install(mp)
+        if fake is not None:
+            fake.install(mp)
         settings = get_settings()
         settings.ensure_home()
         try:
             with TestClient(create_app(settings, run_workflows=True)) as c:
                 yield DriftApi(c, settings, fake, {})
         finally:
-            fake.release.set()
+            if fake is not None:
+                fake.release.set()
             engine.shutdown()
             get_settings.cache_clear()
+
+
+@pytest.fixture(scope="module")
+def api(sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DriftApi]:
+    yield from serve_in_process(sandbox, tmp_path_factory, RecordedDrift())
 
 
 def first_vm_and_group(job: dict[str, Any]) -> tuple[str, str, str]:
@@ -131,17 +145,17 @@ def test_drift_is_the_clis_json_records_nothing_and_the_gauge_counts_it(api: Dri
 
     job = api.provisioned("api-drift-read")
     job_id = job["id"]
-    api.fake.drift = []
+    api.recorded.drift = []
     r = api.drift(job_id)
     assert r.status_code == 200, r.text
     assert r.json() == {"env": "api-drift-read", "job": job_id, "target": r.json()["target"], "drift": []}
     assert "sandbox" in r.json()["target"] and r.headers["ETag"] == f'"{job["version"]}"'
 
-    api.fake.drift = recorded(*first_vm_and_group(job))
+    api.recorded.drift = recorded(*first_vm_and_group(job))
     r = api.drift(job_id)
     assert r.status_code == 200, r.text
     body = r.json()
-    assert set(body) == DRIFT_KEYS and body["drift"] == [d.to_json() for d in api.fake.drift]
+    assert set(body) == DRIFT_KEYS and body["drift"] == [d.to_json() for d in api.recorded.drift]
     # The JSON `vmplane drift -o json` prints: the same check, read here through the same driver.
     with transaction(api.settings.db_url) as s:
         view = jobs.view(jobs.get_row(s, job_id))
@@ -154,7 +168,7 @@ def test_drift_is_the_clis_json_records_nothing_and_the_gauge_counts_it(api: Dri
     after = api.job(job_id)  # a read records nothing
     assert (after["version"], after["config"].get("operation")) == (job["version"], job["config"].get("operation"))
 
-    api.fake.drift = []
+    api.recorded.drift = []
     assert api.drift(job_id).json()["drift"] == []
     gauge = api.gauge()
     assert ("aws_instance", "missing") in gauge and set(gauge.values()) == {0}  # what it found before reads 0
@@ -167,37 +181,37 @@ def test_drift_is_the_clis_json_records_nothing_and_the_gauge_counts_it(api: Dri
 def test_repair_records_the_operation_runs_it_and_leaves_only_the_users_drift(api: DriftApi) -> None:
     job = api.provisioned("api-drift-repair")
     job_id, version = job["id"], job["version"]
-    api.fake.drift = recorded(*first_vm_and_group(job))
-    reads = len(api.fake.reads)
+    api.recorded.drift = recorded(*first_vm_and_group(job))
+    reads = len(api.recorded.reads)
 
     # Refused before anything is read or recorded: a stale If-Match, a viewer.
     assert api.repair(job_id, if_match='"1"').status_code == 412
     assert api.repair(job_id, role="viewer").status_code == 403
-    assert len(api.fake.reads) == reads and api.job(job_id)["version"] == version
+    assert len(api.recorded.reads) == reads and api.job(job_id)["version"] == version
 
-    api.fake.hold = True
+    api.recorded.hold = True
     r = api.repair(job_id, if_match=f'"{version}"')
     assert r.status_code == 202, r.text
     body = r.json()
     op = body["operation"]
     assert op["kind"] == "repair" and op["params"] == {"drift": 4}
     assert [s["name"] for s in op["steps"]][:2] == ["stepValidate", "stepRepairDrift"]
-    assert [i["path"] for i in body["impact"]] == [d.resource for d in api.fake.drift if d.repairable]
+    assert [i["path"] for i in body["impact"]] == [d.resource for d in api.recorded.drift if d.repairable]
     assert {i["impact"] for i in body["impact"]} == {"cloud"}
 
     # In the middle of its repair the job is not at rest: no drift read, no second repair.
-    assert api.fake.entered.wait(120), "stepRepairDrift never ran"
+    assert api.recorded.entered.wait(120), "stepRepairDrift never ran"
     assert api.drift(job_id).status_code == 409
     assert api.repair(job_id).status_code == 409
-    api.fake.hold = False
-    api.fake.release.set()
+    api.recorded.hold = False
+    api.recorded.release.set()
 
     done = api.wait(job_id, "succeeded", "failed")
     assert done["status"] == "succeeded", done["error"]
     ran = done["config"]["operation"]
     assert ran["kind"] == "repair" and ran["status"] == "succeeded"
     assert {s["status"] for s in ran["steps"]} == {"succeeded"}
-    assert api.fake.repairs == [job_id]
+    assert api.recorded.repairs == [job_id]
     # The provisioning steps reconciled an environment with nothing missing: the same VMs, by id.
     assert vm_ids(done) == vm_ids(job)
 
@@ -206,7 +220,7 @@ def test_repair_records_the_operation_runs_it_and_leaves_only_the_users_drift(ap
     assert [(d["resource"], d["repairable"]) for d in left] == [("aws_security_group.default", False)]
     r = api.repair(job_id)
     assert r.status_code == 409 and "nothing to repair" in r.json()["detail"]["message"]
-    api.fake.drift = []
+    api.recorded.drift = []
     r = api.repair(job_id)
     assert r.status_code == 409 and "no drift" in r.json()["detail"]["message"]
     assert api.job(job_id)["version"] == done["version"]
@@ -220,13 +234,13 @@ def test_an_unreadable_cloud_a_cloud_without_drift_and_a_job_not_at_rest_are_ref
 
     job = api.provisioned("api-drift-refused")
     job_id = job["id"]
-    api.fake.error = UnreachableError("connection refused by 127.0.0.1:9", operation="ec2.DescribeInstances")
+    api.recorded.error = UnreachableError("connection refused by 127.0.0.1:9", operation="ec2.DescribeInstances")
     try:
         for r in (api.drift(job_id), api.repair(job_id)):
             assert r.status_code == 502, r.text
             assert r.json()["detail"]["message"].startswith("the cloud could not be read; nothing was recorded")
     finally:
-        api.fake.error = None
+        api.recorded.error = None
     assert api.job(job_id)["version"] == job["version"]
 
     # The Azure stub reads no drift (422), whatever its job's state; recorded as a failed Azure apply is.
@@ -248,8 +262,8 @@ def test_an_unreadable_cloud_a_cloud_without_drift_and_a_job_not_at_rest_are_ref
     # A deleted job's record says nothing the cloud should hold: 409.
     assert api.c.delete(f"/provisioning-jobs/{job_id}", headers=api.auth("admin")).status_code == 202
     assert api.wait(job_id, "deleted", "delete_failed")["status"] == "deleted"
-    reads = len(api.fake.reads)
+    reads = len(api.recorded.reads)
     for r in (api.drift(job_id), api.repair(job_id)):
         assert r.status_code == 409, r.text
         assert "is deleted: drift is read for a provisioned environment at rest" in r.json()["detail"]["message"]
-    assert len(api.fake.reads) == reads  # refused before the cloud is read
+    assert len(api.recorded.reads) == reads  # refused before the cloud is read

@@ -2,8 +2,8 @@
 temp store: jobs are recorded and enqueued as the API does, and no workflow runs (a "provisioned" job is
 written directly, as in test_dashboard_jobs.py).
 
-The AWS driver's `drift` answers from a recorded list of `Drift` (tests/recorded_drift.py): no driver on
-this branch reads drift, and what each cloud finds is tested in the clouds' own tests. The pages, the
+The AWS driver's `drift` answers from a recorded list of `Drift` (tests/recorded_drift.py): no workflow
+runs against a cloud here, and what each cloud finds is tested in the clouds' own tests. The pages, the
 records and the operation recorded are real."""
 
 from __future__ import annotations
