@@ -64,13 +64,12 @@ def drift(aws: AwsClients, ctx: Context, now: datetime | None = None) -> list[Dr
     # A group's members come and go with the group (it replaces them itself): compared through the group.
     observed = [o for o in observed if not (o.kind == "instance" and o.tags.get(ASG_MEMBER_TAG) in groups)]
     observed += _user_groups(aws, ctx)
-    found = compare(expected(ctx, observed, now or datetime.now(UTC)), observed, extra_kinds=EXTRA_KINDS)
+    wanted = expected(ctx, observed, now or datetime.now(UTC))
+    found = compare(wanted, observed, extra_kinds=EXTRA_KINDS, address=TABLE.address)
     return [_repairability(d) for d in found]
 
 
 def _repairability(d: Drift) -> Drift:
-    if d.change is DriftChange.extra:  # named by its plan address, as the rest (compare names it by kind)
-        d = replace(d, resource=TABLE.kind(d.kind).address(d.resource.split(".", 1)[1]))
     if d.change is DriftChange.missing and d.kind in UNREPAIRABLE_MISSING and d.repairable:
         return replace(d, repair=UNREPAIRABLE_MISSING[d.kind], repairable=False)
     if d.change is DriftChange.extra and TABLE.kind(d.kind).delete is None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import math
+from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 from vmplane.clouds.aws import naming
 from vmplane.clouds.aws.errors import aws_call
@@ -14,6 +16,7 @@ from vmplane.clouds.aws.security_groups import perm_rules
 from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.aws.tags import find_tagged, job_filters, tag_list, tag_spec
 from vmplane.clouds.base import Context
+from vmplane.clouds.ensure import ensure
 from vmplane.clouds.errors import ConflictError, InvalidRequestError, NotFoundError
 from vmplane.clouds.parallel import side_by_side
 from vmplane.clouds.steps import PUBLIC_NETWORK
@@ -40,20 +43,21 @@ def ensure_network(aws: AwsClients, ctx: Context) -> None:
         return
     ec2, infra, t = aws.ec2, ctx.infra, ctx.tagger
 
-    if not infra.NetworkID:
-        found = find_tagged(ec2.describe_vpcs, "Vpcs", job_filters(t, "vpc"))
-        if found:
-            infra.NetworkID = found[0]["VpcId"]
-        else:
-            vpc = aws_call(
-                ec2.create_vpc,
-                CidrBlock=net.cidr,
-                TagSpecifications=tag_spec("vpc", t.tags("vpc", naming.vpc_name(ctx.spec))),
-            )
-            infra.NetworkID = vpc["Vpc"]["VpcId"]
-        aws_ids(infra).VpcCidr, infra.NetworkCreated = net.cidr, True
-        ctx.save()
-        ctx.log(f"vpc {infra.NetworkID} ({net.cidr})")
+    def record_vpc(vpc_id: str) -> None:
+        infra.NetworkID, aws_ids(infra).VpcCidr, infra.NetworkCreated = vpc_id, net.cidr, True
+
+    ensure(
+        ctx,
+        f"vpc ({net.cidr})",
+        get=lambda: infra.NetworkID or None,
+        find=lambda: _first_id(ec2.describe_vpcs, "Vpcs", job_filters(t, "vpc"), "VpcId"),
+        create=lambda: aws_call(
+            ec2.create_vpc,
+            CidrBlock=net.cidr,
+            TagSpecifications=tag_spec("vpc", t.tags("vpc", naming.vpc_name(ctx.spec))),
+        )["Vpc"]["VpcId"],
+        put=record_vpc,
+    )
 
     # The NAT gateway is the long wait (minutes on AWS): created as soon as a public subnet and the
     # internet gateway exist (a public NAT gateway in a VPC without one fails: Gateway.NotAttached), and
@@ -118,21 +122,33 @@ def _internet_gateway(aws: AwsClients, ctx: Context) -> None:
 
 def _nat_address(aws: AwsClients, ctx: Context) -> None:
     """The NAT gateway's Elastic IP, found by tag or allocated (and saved) before the gateway."""
-    ec2, infra, t = aws.ec2, ctx.infra, ctx.tagger
-    if aws_ids(infra).NatGatewayIDs or aws_ids(infra).ElasticIPAllocationIDs:
+    ec2, t, ids = aws.ec2, ctx.tagger, aws_ids(ctx.infra)
+    if ids.NatGatewayIDs:  # the gateway holds its address: nothing to allocate
         return
-    eips = find_tagged(ec2.describe_addresses, "Addresses", job_filters(t, "nat-eip"))
-    alloc = (
-        eips[0]["AllocationId"]
-        if eips
-        else aws_call(
+
+    def record(alloc: str) -> None:
+        ids.ElasticIPAllocationIDs = [alloc]
+
+    ensure(
+        ctx,
+        "nat elastic ip",
+        get=lambda: ids.ElasticIPAllocationIDs[0] if ids.ElasticIPAllocationIDs else None,
+        find=lambda: _first_id(ec2.describe_addresses, "Addresses", job_filters(t, "nat-eip"), "AllocationId"),
+        create=lambda: aws_call(
             ec2.allocate_address,
             Domain="vpc",
             TagSpecifications=tag_spec("elastic-ip", t.tags("nat-eip", naming.nat_name(ctx.spec))),
-        )["AllocationId"]
+        )["AllocationId"],
+        put=record,
     )
-    aws_ids(infra).ElasticIPAllocationIDs = [alloc]
-    ctx.save()
+
+
+def _first_id(
+    describe: Callable[..., dict[str, Any]], key: str, filters: list[dict[str, Any]], id_key: str
+) -> str | None:
+    """The id of the first resource carrying the job's tags (find-by-tag), None when there is none."""
+    found = find_tagged(describe, key, filters)
+    return str(found[0][id_key]) if found else None
 
 
 def _public_route_table(aws: AwsClients, ctx: Context) -> None:
