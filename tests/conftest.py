@@ -24,6 +24,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=_start_rank)
 
 
+@pytest.fixture(autouse=True)
+def _no_vmplane_log_handler_left() -> Iterator[None]:
+    """A CLI command run in this process (typer's CliRunner) points vmplane's loggers, DBOS's among them,
+    at the runner's stderr, which is closed when it returns. Taken off after each test: otherwise a later
+    in-process server in the same worker fails to start (DBOS() flushes its logger's handlers)."""
+    yield
+    from vmplane.observe import logs
+
+    logs.reset()
+
+
 @pytest.fixture(scope="session")
 def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
     from vmplane.sandbox import control

@@ -116,18 +116,24 @@ def test_rotate_lists_the_outdated_vms(url, spec):
 
 def test_a_changed_file_is_an_update_unless_something_cannot_change_in_place(url, spec):
     job = _applied(url, spec)
-    ap = ops.plan_update(variant(spec, pools={"web": {"image": "debian-12"}}, tags={"a": "b"}), TARGET, job)
+    # refresh=False: the file against the record only (no cloud here); the refresh that reads the
+    # cloud first is tested on the sandboxes (test_<cloud>_drift.py).
+    ap = ops.plan_update(
+        variant(spec, pools={"web": {"image": "debian-12"}}, tags={"a": "b"}), TARGET, job, refresh=False
+    )
     assert ap.decision is Decision.update
     assert "stepUpdateTags" in ap.plan.steps
     # Two fields changed in place, no VM launched or terminated.
     assert ap.plan.summary == "Update: 1 cloud, 1 vm change(s). Plan: 0 to add, 2 to change, 0 to destroy."
     assert ap.plan.resources == []
-    refused = ops.plan_update(variant(spec, network={"cidr": "10.9.0.0/16"}, runtime={"env": {"A": "1"}}), TARGET, job)
+    refused = ops.plan_update(
+        variant(spec, network={"cidr": "10.9.0.0/16"}, runtime={"env": {"A": "1"}}), TARGET, job, refresh=False
+    )
     assert refused.decision is Decision.refused
     assert [r.split(":")[0] for r in refused.refusals] == ["network.cidr"]
     # Runtime only: pushed through the exec channel, no other step runs.
-    runtime = ops.plan_update(variant(spec, runtime={"env": {"A": "1"}}), TARGET, job)
+    runtime = ops.plan_update(variant(spec, runtime={"env": {"A": "1"}}), TARGET, job, refresh=False)
     assert runtime.decision is Decision.update
     assert runtime.plan.steps == ["stepPushRuntime", "stepRegisterSpace"]
-    added_lb = ops.plan_update(variant(spec, loadBalancer={"domain": "a.example.test"}), TARGET, job)
+    added_lb = ops.plan_update(variant(spec, loadBalancer={"domain": "a.example.test"}), TARGET, job, refresh=False)
     assert added_lb.refusals == ["loadBalancer: use `vmplane lb attach demo-fixed` to attach the load balancer"]
