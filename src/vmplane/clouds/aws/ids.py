@@ -29,6 +29,8 @@ class AwsInfra(CloudInfra):
     VpcCidr: str | None = None
     InternetGatewayID: str | None = None
     NatGatewayIDs: list[str] = Field(default_factory=list)
+    # Bumped each time a gateway is forgotten (failed, deleted out of band): its ClientToken's attempt.
+    NatAttempt: int = 0
     ElasticIPAllocationIDs: list[str] = Field(default_factory=list)
     PublicSubnetIDs: list[str] = Field(default_factory=list)
     PublicRouteTableID: str | None = None

@@ -4,12 +4,11 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
 from typing import Any
 
 from vmplane.bootstrap.cloudinit import SENTINEL_CHECK_COMMAND
 from vmplane.clouds.aws import exec as aws_exec
-from vmplane.clouds.aws import naming, targets
+from vmplane.clouds.aws import naming, targets, tokens
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.aws.tags import job_filters, tag_spec
@@ -130,7 +129,7 @@ def run_instance(
                     MinCount=1,
                     MaxCount=1,
                     # Same token on a retry after a crash: AWS returns the first instance, not a new one.
-                    ClientToken=client_token(f"{ctx.job_id}-{name}", token_suffix),
+                    ClientToken=tokens.run_instances_token(ctx.job_id, name, token_suffix),
                     # Tagged here as well as in the template: tags must not depend on propagation.
                     TagSpecifications=[
                         *tag_spec("instance", ctx.tagger.tags("vm", name)),
@@ -145,15 +144,6 @@ def run_instance(
             raise
 
     return retry(launch, what=f"launch {name}", timeout=IAM_PROPAGATION_TIMEOUT)
-
-
-def client_token(base: str, suffix: str) -> str:
-    """RunInstances' idempotency token (at most 64 characters). A suffix must survive the cut, or two
-    launches of one name would share a token: then the head and a digest of the whole."""
-    token = f"{base}{suffix}"
-    if not suffix or len(token) <= 64:
-        return token[:64]
-    return f"{token[:55]}-{hashlib.sha1(token.encode()).hexdigest()[:8]}"
 
 
 def record_instance(rec: VMRecord, inst: dict[str, Any]) -> None:

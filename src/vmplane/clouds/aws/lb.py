@@ -30,6 +30,8 @@ from vmplane.state import VMState
 
 SSL_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06"
 LB_TIMEOUT = 900.0
+# ELBv2 HTTP target groups: HealthCheckTimeoutSeconds is 2..120, 6 when not sent (botocore elbv2 model).
+HTTP_HEALTH_TIMEOUT_DEFAULT, HTTP_HEALTH_TIMEOUT_MIN = 6, 2
 
 
 def _lb(ctx: Context) -> LoadBalancer:
@@ -121,6 +123,14 @@ def ensure_load_balancer(aws: AwsClients, ctx: Context) -> None:
 # ---- stepCreateTargetGroup ------------------------------------------------------------------------
 
 
+def health_check_timeout(interval: int) -> int:
+    """ELB refuses a timeout not below the interval, and with none sent an HTTP target group takes 6 s:
+    so an interval of 5 or 6 (the spec allows 5..300, as AWS does) needs an explicit, shorter one.
+    Source: https://docs.aws.amazon.com/elasticloadbalancing/latest/application/target-group-health-checks.html
+    Longer intervals keep AWS's default, so existing target groups see no change."""
+    return max(HTTP_HEALTH_TIMEOUT_MIN, min(HTTP_HEALTH_TIMEOUT_DEFAULT, interval - 1))
+
+
 def ensure_target_group(aws: AwsClients, ctx: Context) -> None:
     """The target group with the health check; the pools' VMs registered; VM ingress from the LB only."""
     lb, infra, t = _lb(ctx), ctx.infra, ctx.tagger
@@ -131,6 +141,7 @@ def ensure_target_group(aws: AwsClients, ctx: Context) -> None:
         "HealthCheckPath": hc.path,
         "HealthCheckPort": str(hc.port),
         "HealthCheckIntervalSeconds": hc.interval_seconds,
+        "HealthCheckTimeoutSeconds": health_check_timeout(hc.interval_seconds),
         "HealthyThresholdCount": hc.healthy_threshold,
         "UnhealthyThresholdCount": hc.unhealthy_threshold,
         "Matcher": {"HttpCode": "200"},

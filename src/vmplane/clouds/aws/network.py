@@ -9,7 +9,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from vmplane.clouds.aws import naming
+from vmplane.clouds.aws import naming, tokens
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.aws.security_groups import perm_rules
@@ -281,11 +281,20 @@ def _ensure_nat(aws: AwsClients, ctx: Context) -> str:
             ec2.create_nat_gateway,
             SubnetId=aws_ids(infra).PublicSubnetIDs[0],
             AllocationId=aws_ids(infra).ElasticIPAllocationIDs[0],
-            ClientToken=f"{ctx.job_id}-nat-0",
+            # Same token on a resumed step; a new attempt after a failed gateway, which AWS would hand back.
+            ClientToken=tokens.nat_gateway_token(ctx.job_id, aws_ids(infra).NatAttempt),
             TagSpecifications=tag_spec("natgateway", t.tags("nat", naming.nat_name(ctx.spec))),
         )["NatGateway"]["NatGatewayId"]
     ctx.log(f"nat {nat_id} created (pending)")
     return str(nat_id)
+
+
+def forget_nat(ctx: Context) -> None:
+    """The recorded NAT gateway is gone or failed: the next create is a new attempt, with a new token.
+    Nothing recorded, nothing bumped: a re-run after the save leaves the state a clean run leaves."""
+    ids = aws_ids(ctx.infra)
+    if ids.NatGatewayIDs:
+        ids.NatGatewayIDs, ids.NatAttempt = [], ids.NatAttempt + 1
 
 
 def _wait_nat_available(aws: AwsClients, ctx: Context) -> None:
@@ -296,7 +305,7 @@ def _wait_nat_available(aws: AwsClients, ctx: Context) -> None:
     def available() -> str | None:
         gw = aws_call(aws.ec2.describe_nat_gateways, NatGatewayIds=[nat_id])["NatGateways"][0]
         if gw["State"] == "failed":
-            aws_ids(ctx.infra).NatGatewayIDs = []
+            forget_nat(ctx)
             ctx.save()
             raise InvalidRequestError(f"NAT gateway {nat_id} failed: {gw.get('FailureMessage', 'no reason given')}")
         return nat_id if gw["State"] == "available" else None

@@ -14,7 +14,7 @@ from typing import Any
 
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.ids import aws_ids
-from vmplane.clouds.aws.network import LIVE_NAT_STATES, NAT_TIMEOUT
+from vmplane.clouds.aws.network import LIVE_NAT_STATES, NAT_TIMEOUT, forget_nat
 from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.aws.tags import find_tagged, job_filters
 from vmplane.clouds.base import Context
@@ -40,7 +40,7 @@ def delete_network(aws: AwsClients, ctx: Context) -> None:
         delete(partial(aws_call, ec2.delete_nat_gateway, NatGatewayId=nat["NatGatewayId"]), what="delete NAT")
     for nat in nats:
         _wait_nat_deleted(aws, nat["NatGatewayId"])
-    aws_ids(infra).NatGatewayIDs = []
+    forget_nat(ctx)
     ctx.save()
 
     for addr in find_tagged(ec2.describe_addresses, "Addresses", job_filters(t)):

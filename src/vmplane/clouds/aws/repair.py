@@ -201,7 +201,7 @@ def _forget_network(_aws: AwsClients, ctx: Context, d: Drift) -> None:
     subnet associations (network.py)."""
     infra, ids = ctx.infra, aws_ids(ctx.infra)
     if d.kind == "nat-gateway":
-        ids.NatGatewayIDs = []
+        network.forget_nat(ctx)
     elif d.kind == "elastic-ip" and not ids.NatGatewayIDs:
         ids.ElasticIPAllocationIDs = []
     elif d.kind == "internet-gateway":

@@ -9,7 +9,7 @@ from typing import Any
 from vmplane.bootstrap.cloudinit import render_user_data
 from vmplane.bootstrap.vmconfig import job_manifest
 from vmplane.clouds import deletes
-from vmplane.clouds.aws import naming
+from vmplane.clouds.aws import naming, tokens
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.aws.security_groups import ensure_security_group
@@ -65,7 +65,7 @@ def ensure_launch_templates(aws: AwsClients, ctx: Context) -> None:
                 ec2.create_launch_template,
                 LaunchTemplateName=name,
                 LaunchTemplateData=data,
-                ClientToken=f"{ctx.job_id}-lt-{pool_name}"[:64],
+                ClientToken=tokens.launch_template_token(ctx.job_id, pool_name),
                 TagSpecifications=tag_spec("launch-template", t.tags("launch-template", name)),
             )["LaunchTemplate"]
             lt_id, version = lt["LaunchTemplateId"], int(lt["LatestVersionNumber"])

@@ -61,6 +61,8 @@ def load_balancer(spec: EnvSpec) -> list[Item]:
     hc.attr("healthy_threshold", E("local.lb.healthCheck.healthyThreshold"))
     hc.attr("unhealthy_threshold", E("local.lb.healthCheck.unhealthyThreshold"))
     hc.attr("interval", E("local.lb.healthCheck.intervalSeconds"))
+    # As the direct driver sends it (clouds/aws/lb.health_check_timeout): below the interval, else 6 s.
+    hc.attr("timeout", E("min(6, local.lb.healthCheck.intervalSeconds - 1)"))
     tg.attr("tags", tag_map("target-group", '"${local.lb_name}-tg"'))
     out.append(tg)
     if given_cert:
