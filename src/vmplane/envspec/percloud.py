@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
+from vmplane.envspec import cloudlimits
 from vmplane.envspec.base import CertSource, Cloud, ExecMode
 
 if TYPE_CHECKING:
@@ -98,7 +99,7 @@ def _pool_defaults(cloud: Cloud, pool: Any) -> Any:
 
 def check(spec: EnvSpec) -> None:
     """Raise a ValidationError listing every setting that does not belong to the spec's cloud."""
-    errors = [*_exec(spec), *_network(spec), *_pools(spec), *_load_balancer(spec)]
+    errors = [*_exec(spec), *_network(spec), *_pools(spec), *_load_balancer(spec), *cloudlimits.check(spec)]
     if errors:
         raise ValidationError.from_exception_data("EnvSpec", errors)
 
