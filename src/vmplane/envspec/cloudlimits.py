@@ -39,7 +39,7 @@ class Rule:
 
 AWS_TAG_CHARS = Rule(
     "InvalidParameterValue / ValidationError",
-    "https://docs.aws.amazon.com/tag-editor/latest/userguide/best-practices-and-strats.html",
+    "https://docs.aws.amazon.com/elasticloadbalancing/latest/APIReference/API_Tag.html",
 )
 AWS_TAG_COUNT = Rule(
     "TagLimitExceeded (EC2), TooManyTagsException (ELB, ACM)",
@@ -56,11 +56,12 @@ AWS_ALB_NAME = Rule(
 S3_BUCKET_NAME = Rule(
     "InvalidBucketName", "https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html"
 )
-GCS_BUCKET_NAME = Rule("400 invalid (bucket name)", "https://cloud.google.com/storage/docs/buckets#naming")
+GCS_BUCKET_NAME = Rule("400 invalid (bucket name)", "https://cloud.google.com/storage/docs/naming-buckets")
 GCP_LABELS = Rule("400 invalid (labels)", "https://cloud.google.com/compute/docs/labeling-resources#requirements")
 PVE_TAG = Rule(
     "400 value does not match the regex pattern (format pve-tag)",
-    "https://pve.proxmox.com/pve-docs/api-viewer/#/nodes/{node}/qemu/{vmid}/config",
+    # PVE_TAG_RE there: [a-z0-9_][a-z0-9_\-\+\.]* (case-insensitive), the format of a VM's `tags`.
+    "https://git.proxmox.com/?p=pve-common.git;a=blob;f=src/PVE/JSONSchema.pm",
 )
 
 AWS_MAX_TAGS = 50  # user tags + vmplane's; aws: tags AWS adds itself do not count (same source)
@@ -166,8 +167,6 @@ def _s3_bucket(name: str) -> str | None:
 
 
 def _gcs_bucket(name: str) -> str | None:
-    if ".." in name:
-        return "two adjacent periods"
     if _ip_like(name):
         return "formatted as an IP address"
     if name.startswith("goog"):
