@@ -8,10 +8,11 @@ import re
 import botocore.session
 import pytest
 
-from vmplane.clouds.aws import network, rotation, tokens
+from vmplane.clouds.aws import network, repair, rotation, tokens
 from vmplane.clouds.aws.driver import AwsDriver
 from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.aws.session import AwsTarget
+from vmplane.clouds.drift import Drift, DriftChange
 from vmplane.envspec.models import EnvSpec
 from vmplane.jobs.service import new_job_id, spec_json
 
@@ -122,3 +123,25 @@ def test_a_forgotten_nat_gateway_is_followed_by_a_new_token_once(spec):
     network.forget_nat(ctx)  # the re-run after a crash that followed the save
     assert aws_ids(ctx.infra).NatAttempt == 1 and aws_ids(ctx.infra).NatGatewayIDs == []
     assert tokens.nat_gateway_token(ctx.job_id, aws_ids(ctx.infra).NatAttempt) != before
+
+
+def test_a_launch_template_deleted_out_of_band_is_made_again_under_a_new_token(aws, spec):
+    """The old driver sent `{job}-lt-{pool}` again when repair made a deleted template anew: AWS answers
+    a used token with the template it first made (deleted now); moto ignored the token."""
+    driver = AwsDriver(AwsTarget(region=REGION))
+    ctx = make_ctx(spec)
+    aws_ids(ctx.infra).InstanceProfileArn = "arn:aws:iam::123456789012:instance-profile/vmplane-acme-demo-fixed-vm"
+    sent: list[str] = []
+    driver.aws.ec2.meta.events.register(
+        "before-parameter-build.ec2.CreateLaunchTemplate", lambda params, **_: sent.append(params["ClientToken"])
+    )
+    for step in (driver.preflight, driver.ensure_network, driver.ensure_launch_templates):
+        step(ctx)
+    old = ctx.infra.LaunchTemplateID["web"]
+    driver.aws.ec2.delete_launch_template(LaunchTemplateId=old)
+    repair._forget_template(
+        driver.aws, ctx, Drift("aws_launch_template.web", "launch-template", old, DriftChange.missing)
+    )
+    driver.ensure_launch_templates(ctx)
+    assert len(sent) == 2 and sent[0] != sent[1] and ctx.infra.LaunchTemplateID["web"] != old
+    assert sent[0] == tokens.launch_template_token(ctx.job_id, "web")  # the first one as vmplane always sent it

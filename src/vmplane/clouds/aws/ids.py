@@ -31,6 +31,8 @@ class AwsInfra(CloudInfra):
     NatGatewayIDs: list[str] = Field(default_factory=list)
     # Bumped each time a gateway is forgotten (failed, deleted out of band): its ClientToken's attempt.
     NatAttempt: int = 0
+    # pool -> how often its launch template was found deleted and forgotten: its ClientToken's attempt.
+    LaunchTemplateAttempts: dict[str, int] = Field(default_factory=dict)
     ElasticIPAllocationIDs: list[str] = Field(default_factory=list)
     PublicSubnetIDs: list[str] = Field(default_factory=list)
     PublicRouteTableID: str | None = None

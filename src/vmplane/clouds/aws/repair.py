@@ -192,6 +192,9 @@ def _forget_vm(aws: AwsClients, ctx: Context, d: Drift) -> None:
 def _forget_template(_aws: AwsClients, ctx: Context, d: Drift) -> None:
     infra = ctx.infra
     pools = [p for p, lt in infra.LaunchTemplateID.items() if lt == d.id]
+    # Made again under a new token: AWS answers the old one with the template that was deleted.
+    attempts = aws_ids(infra).LaunchTemplateAttempts
+    aws_ids(infra).LaunchTemplateAttempts = {**attempts, **{p: attempts.get(p, 0) + 1 for p in pools}}
     infra.LaunchTemplateID = {p: lt for p, lt in infra.LaunchTemplateID.items() if p not in pools}
     infra.LaunchTemplateVersion = {p: v for p, v in infra.LaunchTemplateVersion.items() if p not in pools}
 

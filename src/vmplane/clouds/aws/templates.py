@@ -65,7 +65,9 @@ def ensure_launch_templates(aws: AwsClients, ctx: Context) -> None:
                 ec2.create_launch_template,
                 LaunchTemplateName=name,
                 LaunchTemplateData=data,
-                ClientToken=tokens.launch_template_token(ctx.job_id, pool_name),
+                ClientToken=tokens.launch_template_token(
+                    ctx.job_id, pool_name, aws_ids(infra).LaunchTemplateAttempts.get(pool_name, 0)
+                ),
                 TagSpecifications=tag_spec("launch-template", t.tags("launch-template", name)),
             )["LaunchTemplate"]
             lt_id, version = lt["LaunchTemplateId"], int(lt["LatestVersionNumber"])

@@ -37,8 +37,10 @@ def run_instances_token(job_id: str, name: str, suffix: str = "") -> str:
     return idempotency_token(f"{job_id}-{name}{suffix}", limit=RUN_INSTANCES_LIMIT)
 
 
-def launch_template_token(job_id: str, pool: str) -> str:
-    return idempotency_token(job_id, "lt", pool, limit=LAUNCH_TEMPLATE_LIMIT)
+def launch_template_token(job_id: str, pool: str, attempt: int = 0) -> str:
+    """Attempt 0 is the token vmplane always sent; a template deleted out of band is made again under
+    the next attempt (the old token would answer with the deleted template)."""
+    return idempotency_token(job_id, "lt", pool, f"retry{attempt}" if attempt else "", limit=LAUNCH_TEMPLATE_LIMIT)
 
 
 def nat_gateway_token(job_id: str, attempt: int) -> str:
