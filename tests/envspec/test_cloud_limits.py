@@ -235,3 +235,10 @@ def _refused_name(cloud: str, name: str, **fields: object) -> SpecIssue:
     (issue,) = exc.value.issues
     assert issue.line == 2  # "name" is the first member
     return issue
+
+
+def test_every_rule_names_who_answers_and_a_source_on_the_providers_own_site():
+    rules = [v for v in vars(cloudlimits).values() if isinstance(v, cloudlimits.Rule)]
+    assert len(rules) == 8  # AWS: tag characters, tag count, aws: prefix, ALB name, S3; GCS; labels; PVE
+    hosts = ("https://docs.aws.amazon.com/", "https://cloud.google.com/", "https://git.proxmox.com/")
+    assert all(r.who and r.answer and r.source.startswith(hosts) for r in rules)

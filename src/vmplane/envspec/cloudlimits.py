@@ -31,34 +31,44 @@ _PVE_TAG_RE = re.compile(PROXMOX_TAG)
 
 @dataclass(frozen=True)
 class Rule:
-    """One refusal: what the cloud answers (its error code) and where that is documented."""
+    """One refusal: who answers (the service), what it answers (its error code), where that is documented."""
 
+    who: str
     answer: str
     source: str
 
 
 AWS_TAG_CHARS = Rule(
+    "AWS",
     "InvalidParameterValue / ValidationError",
     "https://docs.aws.amazon.com/elasticloadbalancing/latest/APIReference/API_Tag.html",
 )
 AWS_TAG_COUNT = Rule(
+    "AWS",
     "TagLimitExceeded (EC2), TooManyTagsException (ELB, ACM)",
     "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/Using_Tags.html#tag-restrictions",
 )
 AWS_RESERVED_PREFIX = Rule(
+    "AWS",
     "InvalidParameterValue (tag keys may not begin with aws:)",
     "https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/Using_Tags.html#tag-restrictions",
 )
 AWS_ALB_NAME = Rule(
+    "Elastic Load Balancing",
     "ValidationError (a load balancer name must not begin with internal-)",
     "https://docs.aws.amazon.com/elasticloadbalancing/latest/APIReference/API_CreateLoadBalancer.html",
 )
 S3_BUCKET_NAME = Rule(
-    "InvalidBucketName", "https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html"
+    "S3", "InvalidBucketName", "https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html"
 )
-GCS_BUCKET_NAME = Rule("400 invalid (bucket name)", "https://cloud.google.com/storage/docs/naming-buckets")
-GCP_LABELS = Rule("400 invalid (labels)", "https://cloud.google.com/compute/docs/labeling-resources#requirements")
+GCS_BUCKET_NAME = Rule(
+    "Cloud Storage", "400 invalid (bucket name)", "https://cloud.google.com/storage/docs/naming-buckets"
+)
+GCP_LABELS = Rule(
+    "Google Cloud", "400 invalid (labels)", "https://cloud.google.com/compute/docs/labeling-resources#requirements"
+)
 PVE_TAG = Rule(
+    "Proxmox VE",
     "400 value does not match the regex pattern (format pve-tag)",
     # PVE_TAG_RE there: [a-z0-9_][a-z0-9_\-\+\.]* (case-insensitive), the format of a VM's `tags`.
     "https://git.proxmox.com/?p=pve-common.git;a=blob;f=src/PVE/JSONSchema.pm",
@@ -89,7 +99,7 @@ def check(spec: EnvSpec) -> list[InitErrorDetails]:
 
 def _error(loc: tuple[str | int, ...], value: Any, message: str, rule: Rule) -> InitErrorDetails:
     # `{...}` in a custom error's message is a template slot: the literal text must not hold braces.
-    text = f"{message}; the cloud answers {rule.answer}".replace("{", "(").replace("}", ")")
+    text = f"{message}; {rule.who} answers {rule.answer}".replace("{", "(").replace("}", ")")
     return InitErrorDetails(type=PydanticCustomError("cloud_refuses", text), loc=loc, input=value)
 
 
@@ -179,7 +189,7 @@ def _gcs_bucket(name: str) -> str | None:
 def _bucket(spec: EnvSpec, why: Any, rule: Rule) -> list[InitErrorDetails]:
     if spec.state is None or (reason := why(spec.state.bucket)) is None:
         return []
-    msg = f"the cloud refuses a bucket name with {reason}"
+    msg = f"a bucket name with {reason}"
     return [_error(("state", "bucket"), spec.state.bucket, msg, rule)]
 
 
