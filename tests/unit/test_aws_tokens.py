@@ -7,8 +7,9 @@ import re
 
 import botocore.session
 import pytest
+from moto import settings as moto_settings
 
-from vmplane.clouds.aws import network, repair, rotation, tokens
+from vmplane.clouds.aws import certs, network, repair, rotation, tokens
 from vmplane.clouds.aws.driver import AwsDriver
 from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.aws.session import AwsTarget
@@ -145,3 +146,23 @@ def test_a_launch_template_deleted_out_of_band_is_made_again_under_a_new_token(a
     driver.ensure_launch_templates(ctx)
     assert len(sent) == 2 and sent[0] != sent[1] and ctx.infra.LaunchTemplateID["web"] != old
     assert sent[0] == tokens.launch_template_token(ctx.job_id, "web")  # the first one as vmplane always sent it
+
+
+def test_the_acm_token_is_within_its_model_and_new_per_request(aws, spec, monkeypatch):
+    """ACM's IdempotencyToken is `\\w+`, 1..32 (botocore's model): certs.py saves a random hex token first,
+    so a resumed request sends it again and a request after a detach sends a new one."""
+    monkeypatch.setattr(moto_settings, "ACM_VALIDATION_WAIT", 0)
+    member = botocore.session.get_session().get_service_model("acm").operation_model("RequestCertificate")
+    meta = member.input_shape.members["IdempotencyToken"].metadata
+    sent: list[str] = []
+    driver = AwsDriver(AwsTarget(region=REGION))
+    driver.aws.acm.meta.events.register(
+        "before-parameter-build.acm.RequestCertificate", lambda params, **_: sent.append(params["IdempotencyToken"])
+    )
+    ctx = make_ctx(variant(spec, loadBalancer={"domain": "app.example.test"}))
+    certs.request(driver.aws, ctx)
+    aws_ids(ctx.infra).CertificateReady, aws_ids(ctx.infra).CertificateRequestToken = False, None  # a detach
+    driver.aws.acm.delete_certificate(CertificateArn=str(aws_ids(ctx.infra).CertificateArn))
+    certs.request(driver.aws, ctx)
+    assert len(sent) == 2 and sent[0] != sent[1]
+    assert all(meta["min"] <= len(t) <= meta["max"] and re.fullmatch(meta["pattern"], t) for t in sent)
