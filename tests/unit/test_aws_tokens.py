@@ -47,7 +47,9 @@ def test_run_instances_tokens_on_the_longest_names_are_distinct_and_fit():
     limit = _documented_limit("ec2", "RunInstances", "ClientToken")
     names = [f"{LONGEST}-{LONGEST}-{i}" for i in range(MAX_VMS)]  # naming.instance_name's shape
     sent = [tokens.run_instances_token(job, n) for n in names]
-    sent += [tokens.run_instances_token(job, n, "v2") for n in names]  # a rotation
+    sent += [tokens.run_instances_token(job, n, tokens.rotation_suffix(2, 0)) for n in names]  # a rotation
+    # The same version of a template made again after a deletion (its versions count from 1 again).
+    sent += [tokens.run_instances_token(job, n, tokens.rotation_suffix(2, 1)) for n in names]
     sent += [tokens.run_instances_token(job, n, "-after-i-0123456789abcdef0") for n in names]  # a relaunch
     assert len(set(sent)) == len(sent)
     assert all(len(t) <= limit and t.isascii() and t.isprintable() for t in sent)

@@ -7,9 +7,10 @@ replaces a VM.
 
 from __future__ import annotations
 
-from vmplane.clouds.aws import targets
+from vmplane.clouds.aws import targets, tokens
 from vmplane.clouds.aws.asg import instance_refresh_request
 from vmplane.clouds.aws.errors import aws_call
+from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.aws.instances import (
     instances_named,
     launched_version,
@@ -61,7 +62,8 @@ def rotate_fixed_vm(aws: AwsClients, ctx: Context, rec: VMRecord, health_timeout
         fresh = next((i for i in live if launched_version(i) == version), None)
         if fresh is None:
             subnet = rec.SubnetID or infra.VMSubnetIDs[rec.Index % len(infra.VMSubnetIDs)]
-            fresh = run_instance(aws, ctx, rec.Pool, rec.Name, subnet, token_suffix=f"v{version}")
+            suffix = tokens.rotation_suffix(version, aws_ids(infra).LaunchTemplateAttempts.get(rec.Pool, 0))
+            fresh = run_instance(aws, ctx, rec.Pool, rec.Name, subnet, token_suffix=suffix)
         rec.ReplacementID = fresh["InstanceId"]
         ctx.save()
     new = VMRecord(Name=rec.Name, Pool=rec.Pool, Index=rec.Index, ID=rec.ReplacementID)

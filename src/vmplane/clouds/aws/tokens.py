@@ -37,6 +37,12 @@ def run_instances_token(job_id: str, name: str, suffix: str = "") -> str:
     return idempotency_token(f"{job_id}-{name}{suffix}", limit=RUN_INSTANCES_LIMIT)
 
 
+def rotation_suffix(version: int, template_attempt: int) -> str:
+    """A rotation's launch, to template version `version`. A template made again after a deletion counts
+    its versions from 1 again, so its attempt is part of the suffix (attempt 0: the suffix always sent)."""
+    return f"v{version}" if not template_attempt else f"v{version}-lt{template_attempt}"
+
+
 def launch_template_token(job_id: str, pool: str, attempt: int = 0) -> str:
     """Attempt 0 is the token vmplane always sent; a template deleted out of band is made again under
     the next attempt (the old token would answer with the deleted template)."""
