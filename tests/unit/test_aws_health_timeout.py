@@ -6,6 +6,9 @@ must be smaller than the interval); moto accepted it."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import botocore.session
 import pytest
 from moto import settings as moto_settings
@@ -14,7 +17,9 @@ from vmplane.clouds.aws import lb
 from vmplane.clouds.aws.driver import AwsDriver
 from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.aws.session import AwsTarget
+from vmplane.envspec.load import load_spec
 from vmplane.envspec.models import HealthCheck
+from vmplane.tf.generate import generate
 
 from .support import REGION, make_ctx, variant
 
@@ -53,3 +58,10 @@ def test_the_target_group_is_created_with_the_timeout(aws, spec, monkeypatch: py
     driver.ensure_target_group(ctx)
     assert len(sent) == 1 and sent[0]["HealthCheckIntervalSeconds"] == 5
     assert sent[0].get("HealthCheckTimeoutSeconds") == 4
+
+
+def test_the_terraform_stack_sends_the_same_timeout():
+    """The generated stack set no `timeout` either: the provider then sends none and AWS takes 6 s."""
+    files = generate(load_spec(Path(__file__).resolve().parents[2] / "examples" / "web.jsonc"))
+    text = "\n".join(str(body) for body in files.values())
+    assert re.search(r"timeout\s*=\s*min\(6, local\.lb\.healthCheck\.intervalSeconds - 1\)", text)
