@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import botocore.session
 import pytest
 
 from vmplane.clouds.aws import naming as aws_naming
@@ -116,6 +117,16 @@ def test_the_alb_head_matches_the_driver_on_the_longest_names():
         spec = _spec("aws", name=name, org=LONGEST)
         assert aws_naming.lb_base_name(spec).startswith(cloudlimits.alb_name_head(name))
         assert len(aws_naming.target_group_name(spec)) <= 32 and len(aws_naming.lb_base_name(spec)) <= 32
+
+
+def test_aws_a_health_check_path_over_1024_characters_is_refused():
+    """Old: any path starting `/` validated; ELB's HealthCheckPath is 1..1024 (botocore's model)."""
+    lb = {"domain": "app.example.test", "healthCheck": {"path": "/" + "p" * 1024}}
+    issue = refused("aws", loadBalancer=lb)
+    assert issue.path == "loadBalancer.healthCheck.path" and "1025 characters" in issue.message
+    accepted("aws", loadBalancer={**lb, "healthCheck": {"path": "/" + "p" * 1023}})
+    model = botocore.session.get_session().get_service_model("elbv2").operation_model("CreateTargetGroup")
+    assert model.input_shape.members["HealthCheckPath"].metadata["max"] == cloudlimits.AWS_MAX_HEALTH_PATH
 
 
 @pytest.mark.parametrize(
@@ -239,6 +250,6 @@ def _refused_name(cloud: str, name: str, **fields: object) -> SpecIssue:
 
 def test_every_rule_names_who_answers_and_a_source_on_the_providers_own_site():
     rules = [v for v in vars(cloudlimits).values() if isinstance(v, cloudlimits.Rule)]
-    assert len(rules) == 8  # AWS: tag characters, tag count, aws: prefix, ALB name, S3; GCS; labels; PVE
+    assert len(rules) == 9  # AWS: tag characters, tag count, aws: prefix, ALB name, health path, S3; GCS; labels; PVE
     hosts = ("https://docs.aws.amazon.com/", "https://cloud.google.com/", "https://git.proxmox.com/")
     assert all(r.who and r.answer and r.source.startswith(hosts) for r in rules)

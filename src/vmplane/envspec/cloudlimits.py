@@ -58,6 +58,11 @@ AWS_ALB_NAME = Rule(
     "ValidationError (a load balancer name must not begin with internal-)",
     "https://docs.aws.amazon.com/elasticloadbalancing/latest/APIReference/API_CreateLoadBalancer.html",
 )
+AWS_HEALTH_PATH = Rule(
+    "Elastic Load Balancing",
+    "ValidationError (HealthCheckPath is 1 to 1024 characters)",
+    "https://docs.aws.amazon.com/elasticloadbalancing/latest/APIReference/API_CreateTargetGroup.html",
+)
 S3_BUCKET_NAME = Rule(
     "S3", "InvalidBucketName", "https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html"
 )
@@ -74,6 +79,7 @@ PVE_TAG = Rule(
     "https://git.proxmox.com/?p=pve-common.git;a=blob;f=src/PVE/JSONSchema.pm",
 )
 
+AWS_MAX_HEALTH_PATH = 1024  # botocore's elbv2 CreateTargetGroup.HealthCheckPath max
 AWS_MAX_TAGS = 50  # user tags + vmplane's; aws: tags AWS adds itself do not count (same source)
 GCP_MAX_LABELS = 64
 GCP_MAX_LABEL = 63
@@ -150,10 +156,17 @@ def alb_name_head(env: str) -> str:
 
 
 def _aws_names(spec: EnvSpec) -> list[InitErrorDetails]:
-    if spec.load_balancer is None or not alb_name_head(spec.name).startswith("internal-"):
+    lb = spec.load_balancer
+    if lb is None:
         return []
-    msg = f"the load balancer's name would start {alb_name_head(spec.name)!r}: choose another environment name"
-    return [_error(("name",), spec.name, msg, AWS_ALB_NAME)]
+    out: list[InitErrorDetails] = []
+    if alb_name_head(spec.name).startswith("internal-"):
+        msg = f"the load balancer's name would start {alb_name_head(spec.name)!r}: choose another environment name"
+        out.append(_error(("name",), spec.name, msg, AWS_ALB_NAME))
+    if len(lb.health_check.path) > AWS_MAX_HEALTH_PATH:
+        msg = f"a health-check path of {len(lb.health_check.path)} characters; AWS allows {AWS_MAX_HEALTH_PATH}"
+        out.append(_error(("loadBalancer", "healthCheck", "path"), lb.health_check.path, msg, AWS_HEALTH_PATH))
+    return out
 
 
 def _ip_like(name: str) -> bool:
