@@ -36,6 +36,13 @@ class Gcp:
         assert done.status == compute_v1.Operation.Status.DONE
         return done
 
+    def failure(self, op: Any) -> tuple[str, str]:
+        """The HTTP call answered RUNNING; the operation ends DONE with Google's error: (code, message)."""
+        assert op.status != compute_v1.Operation.Status.DONE and not op.error.errors
+        done = self.wait(op)
+        assert done.error.errors, f"operation {op.name} succeeded"
+        return done.error.errors[0].code, done.error.errors[0].message
+
     def link(self, path: str) -> str:
         return f"https://www.googleapis.com/compute/v1/projects/{self.project}/{path}"
 

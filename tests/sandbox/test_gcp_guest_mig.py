@@ -87,8 +87,8 @@ def test_mig_create_resize_and_rolling_replacement(gcp: Gcp) -> None:
     assert {m.version.instance_template.rsplit("/", 1)[1] for m in after} == {"t2"} and len(after) == 2
     assert not before & {m.name for m in after}
     assert migs.get(project=p, region=REGION, instance_group_manager="m").instance_template.endswith("/t2")
-    with pytest.raises(gexc.BadRequest, match="already being used"):
-        gcp.region_instance_templates.delete_unary(project=p, region=REGION, instance_template="t2")
+    code, _ = gcp.failure(gcp.region_instance_templates.delete_unary(project=p, region=REGION, instance_template="t2"))
+    assert code == "RESOURCE_IN_USE_BY_ANOTHER_RESOURCE"
     gcp.wait(migs.delete_unary(project=p, region=REGION, instance_group_manager="m"))
     assert [
         i

@@ -15,7 +15,7 @@ from typing import Any
 
 from vmplane.sandbox.gcp import operations
 from vmplane.sandbox.gcp.discovery import Method
-from vmplane.sandbox.gcp.errors import already_exists, condition_not_met, in_use, invalid, not_found
+from vmplane.sandbox.gcp.errors import ApiError, already_exists, condition_not_met, in_use, invalid, not_found
 from vmplane.sandbox.gcp.filters import compile_filter
 from vmplane.sandbox.gcp.schema import require_body
 from vmplane.sandbox.gcp.store import (
@@ -252,11 +252,20 @@ def list_(call: Call, collection: str | None = None) -> Resource:
     return out
 
 
+IN_USE_CODE = "RESOURCE_IN_USE_BY_ANOTHER_RESOURCE"
+
+
 def delete(call: Call, kind: Kind) -> Resource:
+    """Google accepts a delete of something in use and fails its *operation* (rule op-in-use)."""
     resource = call.get()
-    check_unused(call.project, resource["selfLink"], kind.noun)
-    if kind.deleting:
-        kind.deleting(call, resource)
+    try:
+        check_unused(call.project, resource["selfLink"], kind.noun)
+        if kind.deleting:
+            kind.deleting(call, resource)
+    except ApiError as e:
+        if e.reason != "resourceInUseByAnotherResource":
+            raise
+        return operations.fail(call.state, call.operation("delete", resource), IN_USE_CODE, e.message)
     op = call.operation("delete", resource)
     del call.project.compute[call.key]
     return op

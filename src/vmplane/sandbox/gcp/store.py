@@ -58,6 +58,8 @@ class State:
         self.projects: dict[str, Project] = {}
         # operation selfLink -> what happens when it completes (an instance reaching RUNNING, ...)
         self.op_hooks: dict[str, list[Callable[[], None]]] = {}
+        # operation selfLink -> the error fields it ends with (operations.fail)
+        self.op_errors: dict[str, Resource] = {}
         # Cloud Storage: bucket names are global (not per project); each object name keeps its generations,
         # oldest first, the live one last unless it carries `timeDeleted` (storage.py).
         self.buckets: dict[str, Resource] = {}
@@ -69,6 +71,7 @@ class State:
         with self.lock:
             self.projects.clear()
             self.op_hooks.clear()
+            self.op_errors.clear()
             self.buckets.clear()
             self.objects.clear()
             self.guest_mode = "auto"
