@@ -47,6 +47,14 @@ class Gcp:
         return f"https://www.googleapis.com/compute/v1/projects/{self.project}/{path}"
 
 
+def boot_disk(size_gb: int = 10) -> compute_v1.AttachedDisk:
+    """Google requires a boot disk, first, no smaller than its image (rules compute.disk-*)."""
+    params = compute_v1.AttachedDiskInitializeParams(
+        source_image="projects/debian-cloud/global/images/family/debian-12", disk_size_gb=size_gb
+    )
+    return compute_v1.AttachedDisk(boot=True, auto_delete=True, initialize_params=params)
+
+
 @pytest.fixture
 def gcp(sandbox: Sandbox) -> Gcp:
     return Gcp(sandbox, f"t-{uuid.uuid4().hex[:12]}")

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from google.api_core import exceptions as gexc
 from google.cloud import compute_v1 as c
-from tests.sandbox.conftest import Gcp
+from tests.sandbox.conftest import Gcp, boot_disk
 
 REGION = "us-central1"
 
@@ -210,6 +210,9 @@ def test_instance_references_must_exist(gcp: Gcp) -> None:
     base = {
         "name": "vm-x",
         "machineType": "zones/us-central1-a/machineTypes/e2-micro",
+        "disks": [
+            {"boot": True, "initializeParams": {"sourceImage": "projects/debian-cloud/global/images/family/debian-12"}}
+        ],
         "networkInterfaces": [{"subnetwork": "regions/us-central1/subnetworks/s1"}],
     }
     path = f"/compute/v1/projects/{gcp.project}/zones/us-central1-a/instances"
@@ -237,6 +240,7 @@ def test_template_in_use_by_a_mig_is_not_deleted(gcp: Gcp) -> None:
     network(gcp)
     gcp.wait(subnet(gcp, "s1", "10.2.0.0/24"))
     props = c.InstanceProperties(
+        disks=[boot_disk()],
         machine_type="e2-small",
         network_interfaces=[c.NetworkInterface(subnetwork="regions/us-central1/subnetworks/s1")],
     )

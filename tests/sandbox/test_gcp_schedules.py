@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from google.api_core import exceptions as gexc
 from google.cloud import compute_v1 as c
-from tests.sandbox.conftest import Gcp
+from tests.sandbox.conftest import Gcp, boot_disk
 
 REGION, ZONE = "us-central1", "us-central1-a"
 BERLIN_WORKDAYS = c.ResourcePolicyInstanceSchedulePolicy(
@@ -26,6 +26,7 @@ def _network(gcp: Gcp) -> None:
 
 def _vm(gcp: Gcp, name: str) -> None:
     vm = c.Instance(
+        disks=[boot_disk()],
         name=name,
         machine_type="e2-small",
         network_interfaces=[c.NetworkInterface(subnetwork=f"regions/{REGION}/subnetworks/s")],
@@ -116,7 +117,9 @@ def test_scaling_schedules_are_kept_merged_by_patch_dropped_by_update_and_checke
     p, scalers = gcp.project, gcp.region_autoscalers
     _network(gcp)
     props = c.InstanceProperties(
-        machine_type="e2-small", network_interfaces=[c.NetworkInterface(subnetwork=f"regions/{REGION}/subnetworks/s")]
+        disks=[boot_disk()],
+        machine_type="e2-small",
+        network_interfaces=[c.NetworkInterface(subnetwork=f"regions/{REGION}/subnetworks/s")],
     )
     tpl = c.InstanceTemplate(name="t", properties=props)
     gcp.wait(gcp.region_instance_templates.insert_unary(project=p, region=REGION, instance_template_resource=tpl))

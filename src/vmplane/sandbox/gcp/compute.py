@@ -279,6 +279,7 @@ def patch(call: Call, kind: Kind, replace: bool = False, merged: bool = False) -
     scaling schedule left out of the body stays), or PATCH replacing the top-level fields given."""
     resource = call.get()
     body = copy.deepcopy(require_body(call.body))
+    check_fingerprint(call, kind.schema, resource, body)
     if body.get("name", resource["name"]) != resource["name"]:
         raise invalid(f"Invalid value for field 'resource.name': '{body['name']}'. The name cannot change.")
     kind.refs(body, resolver(call))
@@ -293,6 +294,14 @@ def patch(call: Call, kind: Kind, replace: bool = False, merged: bool = False) -
     if kind.prepare:
         kind.prepare(call, resource)
     return call.operation(call.method.verb, resource)
+
+
+def check_fingerprint(call: Call, schema: str, resource: Resource, body: Resource) -> None:
+    """A resource whose schema carries `fingerprint` is changed only by a caller that read its current one
+    (rules compute.fingerprint-*): absent or stale, Google answers 412 conditionNotMet."""
+    guarded = "fingerprint" in call.schemas[schema]["properties"] and "fingerprint" in resource
+    if guarded and body.get("fingerprint") != resource["fingerprint"]:
+        raise condition_not_met("Invalid fingerprint.")
 
 
 def merge(target: Any, change: Any) -> Any:

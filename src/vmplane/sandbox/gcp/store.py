@@ -55,6 +55,7 @@ class State:
     def __init__(self) -> None:
         self.lock = threading.RLock()
         self.guest_mode = "auto"
+        self.page_size = 0  # POST /_sandbox/page-size: a ceiling on every compute list's page (0: Google's)
         self.projects: dict[str, Project] = {}
         # operation selfLink -> what happens when it completes (an instance reaching RUNNING, ...)
         self.op_hooks: dict[str, list[Callable[[], None]]] = {}
@@ -75,6 +76,7 @@ class State:
             self.buckets.clear()
             self.objects.clear()
             self.guest_mode = "auto"
+            self.page_size = 0
 
     def new_id(self) -> str:
         """A uint64 as a string of digits, as the schema's `format: uint64` demands."""
