@@ -199,3 +199,66 @@ def test_preflight_refuses_a_disk_smaller_than_its_image(endpoint: str, disk_gb:
     else:
         preflight.preflight(gcp, ctx)
     assert list(_client(endpoint, "Networks").list(project=gcp.project)) == []  # preflight creates nothing
+
+
+def test_a_transient_retry_sends_the_same_request_id(endpoint: str) -> None:
+    """Google (and now the sandbox) takes only a UUID, not the zero one, as requestId; a retry after a lost
+    answer must reuse it so the insert happens once. The id is made once per call (a random UUID, not a
+    hash of the job: replaying the id of a *failed* operation would return that failure again)."""
+    from google.api_core.exceptions import ServiceUnavailable
+
+    gcp = _gcp(endpoint)
+    nets, seen = gcp.compute("Networks"), []
+
+    def insert(request_id: str) -> Any:
+        seen.append(request_id)
+        if len(seen) == 1:
+            raise ServiceUnavailable("the answer was lost")
+        req = c.InsertNetworkRequest(
+            project=gcp.project,
+            network_resource=c.Network(name="n1", auto_create_subnetworks=False),
+            request_id=request_id,
+        )
+        return nets.insert_unary(request=req)
+
+    operations.create(gcp, "compute.networks.insert", insert, what="network n1")
+    assert len(seen) == 2 and seen[0] == seen[1] and uuid.UUID(seen[0]).int != 0
+    ops = _client(endpoint, "GlobalOperations").list(project=gcp.project)
+    assert [o.client_operation_id for o in ops if o.operation_type == "insert"] == [seen[0]]
+
+
+def test_quota_in_an_operation_is_a_quota_error(endpoint: str) -> None:
+    """Past the region's CPUS quota the insert's operation fails QUOTA_EXCEEDED (the old sandbox had no quota):
+    vmplane raises QuotaError with Google's message, and no instance is left."""
+    gcp = _gcp(endpoint)
+    p, zone = gcp.project, "us-central1-a"
+    _wait(
+        endpoint,
+        p,
+        _client(endpoint, "Networks").insert_unary(
+            project=p, network_resource=c.Network(name="n1", auto_create_subnetworks=False)
+        ),
+    )
+    sub = c.Subnetwork(name="s1", network="global/networks/n1", ip_cidr_range="10.0.0.0/24")
+    _client(endpoint, "Subnetworks").insert_unary(project=p, region=REGION, subnetwork_resource=sub)
+    vms = gcp.compute("Instances")
+
+    def vm(name: str) -> c.Instance:
+        image = "projects/debian-cloud/global/images/family/debian-12"
+        disk = c.AttachedDisk(boot=True, initialize_params=c.AttachedDiskInitializeParams(source_image=image))
+        nic = c.NetworkInterface(subnetwork=f"regions/{REGION}/subnetworks/s1")
+        return c.Instance(
+            name=name, machine_type=f"zones/{zone}/machineTypes/e2-standard-4", disks=[disk], network_interfaces=[nic]
+        )
+
+    for i in range(6):  # 24 vCPUs: the sandbox's regional quota, used up
+        vms.insert_unary(project=p, zone=zone, instance_resource=vm(f"vm{i}"))
+
+    def insert(request_id: str) -> Any:
+        return vms.insert_unary(
+            request=c.InsertInstanceRequest(project=p, zone=zone, instance_resource=vm("vm6"), request_id=request_id)
+        )
+
+    with pytest.raises(QuotaError, match=r"Quota 'CPUS' exceeded\.  Limit: 24\.0 in region us-central1"):
+        operations.create(gcp, "compute.instances.insert", insert, what="VM vm6")
+    assert "vm6" not in {v.name for v in vms.list(project=p, zone=zone)}
