@@ -2,8 +2,9 @@
 
 A `vmplane apply` on the sandbox spends ~2 s of CPU importing its libraries (compute_v1's message types,
 DBOS, SQLAlchemy, pydantic, boto3, typer, rich) before it does anything, and the crash sweeps start four
-such processes per case. This server imports those third-party libraries once (never vmplane's own
-modules: some read the environment when imported), then for each request forks a process that takes the
+such processes per case. This server imports those libraries once, and vmplane's own modules (~0.6 s
+more per command; none reads the environment or the working directory when imported, which
+tests/unit/test_forkserver.py checks), then for each request forks a process that takes the
 request's argv, environment, working directory and stdin/stdout/stderr, and runs `vmplane` exactly as
 `python -m vmplane` does (runpy, `__main__`, a normal interpreter exit). It is a real process of its own:
 the tests kill -9 it by its pid and read its exit status, as with `subprocess`.
@@ -33,7 +34,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NoReturn
 
 # Third-party modules a `vmplane` command imports before it does any work (measured with -X importtime).
 PRELOAD = [
@@ -90,6 +91,53 @@ PRELOAD = [
     "google.cloud.compute_v1.services.zones",
 ]
 MAX_MESSAGE = 1 << 20
+# A directory: each forked command writes there, at exit, its wall and CPU seconds and every time.sleep
+# it made by caller (bench/suite_time.py sums them): where a command waits rather than works.
+TIMING_ENV = "SUITE_TIMING_DIR"  # not VMPLANE_*: tests/helpers.py keeps those from the commands
+
+
+def _record_timing(out: Path, args: list[str]) -> None:
+    start, lock = time.monotonic(), threading.Lock()
+    sleeps: dict[str, tuple[int, float]] = {}
+    real_sleep = time.sleep
+
+    def sleep(seconds: float) -> None:
+        f = sys._getframe(1)
+        where = f"{f.f_code.co_filename.rsplit('site-packages/', 1)[-1]}:{f.f_lineno} {f.f_code.co_name}"
+        begin = time.monotonic()
+        try:
+            real_sleep(seconds)
+        finally:
+            with lock:
+                n, total = sleeps.get(where, (0, 0.0))
+                sleeps[where] = (n + 1, total + time.monotonic() - begin)
+
+    def write() -> None:
+        cpu = os.times()
+        record = {"args": args[:1], "wall": time.monotonic() - start, "cpu": cpu.user + cpu.system, "sleeps": sleeps}
+        (out / f"{os.getpid()}.json").write_text(json.dumps(record))
+
+    real_exit = os._exit
+
+    def exit_now(code: int) -> NoReturn:  # vmplane ends a command that ran a workflow with os._exit
+        write()
+        real_exit(code)
+
+    time.sleep, os._exit = sleep, exit_now  # type: ignore[assignment]
+    atexit.register(write)  # a command killed by SIGKILL writes nothing: its wait is in the test's wall
+
+
+# vmplane's modules a cloud command imports (its CLI, the jobs layer, the workflows, the three drivers).
+VMPLANE_PRELOAD = [
+    "vmplane.cli.main",
+    "vmplane.jobs.operations",
+    "vmplane.pipeline.workflows",
+    "vmplane.clouds.aws.driver",
+    "vmplane.clouds.gcp.driver",
+    "vmplane.clouds.proxmox.driver",
+]
+# The AWS services vmplane's driver makes clients for (clouds/aws), whose botocore data files are read here.
+AWS_SERVICES = ["acm", "autoscaling", "ec2", "elbv2", "iam", "route53", "s3", "scheduler", "ssm", "sts"]
 
 
 def _preload() -> None:
@@ -100,6 +148,32 @@ def _preload() -> None:
     for name in PRELOAD:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
+    _share_botocore_data()
+    for name in VMPLANE_PRELOAD:
+        importlib.import_module(name)
+
+
+def _share_botocore_data() -> None:
+    """Each boto3 session has a botocore loader that parses its JSON data files (ec2's model is 2.5 MB)
+    and caches them on itself, and each `vmplane` command makes a session: its 8 clients cost ~0.6 s of
+    CPU, ~0.08 s once the files are parsed. So every loader of a forked command shares one cache, filled
+    here from the same files. botocore already shares a loaded model among all clients of a session, so
+    nothing in it is written after loading; a command that changes botocore's search path (AWS_DATA_PATH)
+    would get the cached files, and none of vmplane's does."""
+    import boto3
+    import botocore.loaders
+
+    shared: dict[Any, Any] = {}
+    init = botocore.loaders.Loader.__init__
+
+    def share(self: botocore.loaders.Loader, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        self._cache = shared  # the instance_cache decorator's per-loader dict
+
+    botocore.loaders.Loader.__init__ = share  # type: ignore[method-assign]
+    session = boto3.session.Session(aws_access_key_id="x", aws_secret_access_key="x", region_name="us-east-1")
+    for service in AWS_SERVICES:
+        session.client(service, endpoint_url="http://127.0.0.1:9")  # no request is made
 
 
 def serve(path: str) -> tuple[dict[str, Any], list[int]] | None:
@@ -163,6 +237,8 @@ def run_command(request: dict[str, Any], fds: list[int]) -> None:
     sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
     sys.path[0] = str(Path.cwd())  # what `python -m` puts first
     sys.argv = ["-m", *request["args"]]
+    if os.environ.get(TIMING_ENV):
+        _record_timing(Path(os.environ[TIMING_ENV]), request["args"])
     runpy.run_module("vmplane", run_name="__main__", alter_sys=True)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import signal
 import subprocess
@@ -64,3 +65,42 @@ def test_a_forked_command_sees_only_its_environment_and_dies_of_kill_9(tmp_path:
     time.sleep(0.5)
     os.kill(proc.pid, signal.SIGKILL)
     assert proc.wait(timeout=30) == -signal.SIGKILL
+
+
+# What a module may not do at import (its body, outside any function or class method) once the fork server
+# has imported it for every later command: read the environment, the working directory or the clock.
+_IMPORT_TIME_READS = {"environ", "getenv", "getcwd", "cwd", "home", "expanduser", "getpid", "time", "monotonic", "now"}
+
+
+def _import_time_reads(tree: ast.Module) -> list[tuple[int, str]]:
+    found: list[tuple[int, str]] = []
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                continue  # runs when called, in the command's own process
+            if isinstance(child, ast.Attribute) and child.attr in _IMPORT_TIME_READS:
+                found.append((child.lineno, ast.unparse(child)))
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+def test_no_preloaded_vmplane_module_reads_the_environment_when_imported() -> None:
+    """The fork server imports vmplane once (forkserver.VMPLANE_PRELOAD) and forks every command from it,
+    so a value read at import would be the server's, not the command's: `deps/http.py` read
+    VMPLANE_DEPS_ATTEMPTS so, and a command run with it set would have kept the default."""
+    import importlib
+    import sys
+
+    for name in forkserver.VMPLANE_PRELOAD:
+        importlib.import_module(name)
+    modules = [m for n, m in sys.modules.items() if n.startswith("vmplane") and getattr(m, "__file__", None)]
+    assert len(modules) > 100  # the preload's imports are the ones checked
+    bad = [
+        f"{m.__name__}:{line} {what}"
+        for m in modules
+        for line, what in _import_time_reads(ast.parse(Path(m.__file__).read_text()))  # type: ignore[arg-type]
+    ]
+    assert not bad, bad

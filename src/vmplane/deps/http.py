@@ -20,7 +20,6 @@ from typing import TypeVar
 from vmplane.errors import UsageError
 
 TIMEOUT = 30.0  # seconds without a byte before a request is abandoned
-ATTEMPTS = int(os.environ.get("VMPLANE_DEPS_ATTEMPTS", "3"))  # tries per request
 BACKOFF = 1.0  # seconds, times the attempt number
 TRANSIENT_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 CHUNK = 1 << 20
@@ -80,9 +79,16 @@ def download(
         tmp.unlink(missing_ok=True)
 
 
+def attempts() -> int:
+    """Tries per request: VMPLANE_DEPS_ATTEMPTS, read per call (not at import: the tests' fork server
+    imports vmplane once for many commands, each with its own environment)."""
+    return int(os.environ.get("VMPLANE_DEPS_ATTEMPTS", "3"))
+
+
 def _retrying(url: str, once: Callable[[], T]) -> T:
     """`once()`, again after a pause when it fails transiently (a 5xx/429, a reset, a timeout)."""
-    for attempt in range(1, ATTEMPTS + 1):
+    tries = attempts()
+    for attempt in range(1, tries + 1):
         try:
             return once()
         except urllib.error.HTTPError as err:
@@ -98,7 +104,7 @@ def _retrying(url: str, once: Callable[[], T]) -> T:
             )
             transient = not permanent
             why = f"unreachable ({reason})"
-        if not transient or attempt == ATTEMPTS:
+        if not transient or attempt == tries:
             raise FetchError(f"{url}: {why}")
         time.sleep(BACKOFF * attempt)
     raise AssertionError("unreachable")  # pragma: no cover

@@ -42,6 +42,9 @@ def main() -> None:
         )
     from moto.server import ThreadedMotoServer
 
+    from vmplane.sandbox.aws import moto_speed
+
+    moto_speed.install()  # same answers; a describe no longer scans every tag of the region per resource
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=args.port, verbose=False)
     server.start()
     stop = threading.Event()
