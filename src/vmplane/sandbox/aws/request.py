@@ -351,21 +351,17 @@ def _rest_values(
                 out[name] = (
                     [scalar(member.member, v) for v in vals] if member.type_name == "list" else scalar(member, vals[-1])
                 )
+        elif where == "headers":  # a map of prefixed headers (S3's x-amz-meta-*)
+            pre = "HTTP_" + wire.upper().replace("-", "_")
+            found = {k[len(pre) :].lower().replace("_", "-"): str(v) for k, v in environ.items() if k.startswith(pre)}
+            if found:
+                out[name] = found
         elif where == "header":
-            if member.type_name == "map":
-                pre = "HTTP_" + wire.upper().replace("-", "_")
-                found = {
-                    k[len(pre) :].lower().replace("_", "-"): str(v) for k, v in environ.items() if k.startswith(pre)
-                }
-                if found:
-                    out[name] = found
-            else:
-                key = wire.upper().replace("-", "_")
-                raw = environ.get(
-                    f"HTTP_{key}", environ.get(key) if key in ("CONTENT_TYPE", "CONTENT_LENGTH") else None
-                )
-                if raw is not None:
-                    out[name] = scalar(member, str(raw))
+            key = wire.upper().replace("-", "_")
+            # werkzeug puts these two without the HTTP_ prefix, and as "" when the client sent none
+            raw = environ.get(key) if key in ("CONTENT_TYPE", "CONTENT_LENGTH") else environ.get(f"HTTP_{key}")
+            if raw not in (None, ""):
+                out[name] = scalar(member, str(raw))
         elif where is None:
             body_members[name] = member
     payload = shape.serialization.get("payload")
