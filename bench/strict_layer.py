@@ -22,6 +22,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -99,6 +100,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         run("apply", args.example, env)
         run("destroy", args.example, env)
         wall = time.perf_counter() - t0
+    with urllib.request.urlopen(f"http://127.0.0.1:{server.server_port}{strict.STATUS_PATH}", timeout=30) as r:
+        live = json.loads(r.read())  # what the layer refused while the CLI ran (the catalogue saw live state)
     server.shutdown()
     gcp.stop()
     layer = strict.StrictLayer(lambda e, s: [], strict._catalogue())
@@ -142,6 +145,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "by_service_median_us": {s: round(statistics.median(v) * 1e6, 1) for s, v in sorted(per_service.items())},
         "by_service_requests": {s: len(v) for s, v in sorted(per_service.items())},
         "refused": refused,
+        "live_refusals": live["refusals"],
+        "live_checked": live["checked"],
         "slowest_us": [(op, round(t * 1e6, 1), f"{n} bytes") for t, op, n in sorted(slowest, reverse=True)[:5]],
     }
     print(json.dumps(result, indent=2))
@@ -149,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{len(refused)} vmplane requests refused", file=sys.stderr)
     if args.json_out:
         args.json_out.write_text(json.dumps(result, indent=2))
-    return 1 if refused else 0
+    return 1 if refused or live["refusals"] else 0
 
 
 if __name__ == "__main__":
