@@ -78,3 +78,18 @@ def lookup(project: Project, scope: str, name: str) -> Resource:
     if op is None:
         raise not_found(f"projects/{project.id}/{scope}/operations/{name}")
     return op
+
+
+def fail(state: State, op: Resource, code: str, message: str) -> Resource:
+    """End `op` as Google ends a failed one: DONE, with `error.errors[]` and no `done` hooks run (what
+    they would have completed never happened)."""
+    state.op_hooks.pop(op["selfLink"], None)
+    op.update(
+        status="DONE",
+        progress=100,
+        endTime=now(),
+        error={"errors": [{"code": code, "message": message}]},
+        httpErrorStatusCode=503 if code == "ZONE_RESOURCE_POOL_EXHAUSTED" else 400,
+        httpErrorMessage="SERVICE UNAVAILABLE" if code == "ZONE_RESOURCE_POOL_EXHAUSTED" else "BAD REQUEST",
+    )
+    return op
