@@ -20,6 +20,7 @@ from vmplane.clouds.errors import (
     QuotaError,
     TransientError,
     UnreachableError,
+    capacity_error,
     endpoint_name,
     unreachable_reason,
 )
@@ -28,6 +29,8 @@ from vmplane.clouds.errors import (
 IN_USE = {"resourceInUseByAnotherResource", "resourceNotReady", "inUse"}
 QUOTA = {"quotaExceeded", "QUOTA_EXCEEDED", "rateLimitExceeded", "userRateLimitExceeded"}
 TRANSIENT_CODES = {429, 500, 502, 503, 504}
+# https://cloud.google.com/compute/docs/troubleshooting/troubleshooting-resource-availability
+CAPACITY = {"ZONE_RESOURCE_POOL_EXHAUSTED", "ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS"}
 
 
 def _parts(e: Exception) -> tuple[int | None, str | None, str]:
@@ -120,6 +123,9 @@ def operation_error(op: Any, operation: str) -> CloudError:
         return DependencyViolationError(message, code=reason, operation=operation)
     if reason in QUOTA:
         return QuotaError(message, code=reason, operation=operation)
+    if reason in CAPACITY:  # a stock-out arrives in the operation, never as the insert's HTTP answer
+        zone = op.zone.rsplit("/", 1)[-1] if getattr(op, "zone", None) else None
+        return capacity_error(message, code=reason, operation=operation, zone=zone)
     if reason in ("RESOURCE_NOT_FOUND", "notFound"):
         return NotFoundError(message, code=reason, operation=operation)
     if reason in ("RESOURCE_ALREADY_EXISTS", "alreadyExists"):
