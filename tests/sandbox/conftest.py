@@ -36,8 +36,23 @@ class Gcp:
         assert done.status == compute_v1.Operation.Status.DONE
         return done
 
+    def failure(self, op: Any) -> tuple[str, str]:
+        """The HTTP call answered RUNNING; the operation ends DONE with Google's error: (code, message)."""
+        assert op.status != compute_v1.Operation.Status.DONE and not op.error.errors
+        done = self.wait(op)
+        assert done.error.errors, f"operation {op.name} succeeded"
+        return done.error.errors[0].code, done.error.errors[0].message
+
     def link(self, path: str) -> str:
         return f"https://www.googleapis.com/compute/v1/projects/{self.project}/{path}"
+
+
+def boot_disk(size_gb: int = 10) -> compute_v1.AttachedDisk:
+    """Google requires a boot disk, first, no smaller than its image (rules compute.disk-*)."""
+    params = compute_v1.AttachedDiskInitializeParams(
+        source_image="projects/debian-cloud/global/images/family/debian-12", disk_size_gb=size_gb
+    )
+    return compute_v1.AttachedDisk(boot=True, auto_delete=True, initialize_params=params)
 
 
 @pytest.fixture

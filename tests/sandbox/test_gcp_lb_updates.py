@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from google.api_core import exceptions as gexc
 from google.cloud import compute_v1 as c
-from tests.sandbox.conftest import Gcp
+from tests.sandbox.conftest import Gcp, boot_disk
 
 REGION = "us-central1"
 
@@ -79,8 +79,8 @@ def test_proxies_rules_health_checks_and_url_maps_change_in_place(gcp: Gcp) -> N
     px = gcp.target_https_proxies.get(project=p, target_https_proxy="px")
     assert [s.rsplit("/", 1)[1] for s in px.ssl_certificates] == ["cert-b"]
     w(gcp.ssl_certificates.delete_unary(project=p, ssl_certificate="cert-a"))  # no longer in use
-    with pytest.raises(gexc.BadRequest):
-        gcp.ssl_certificates.delete_unary(project=p, ssl_certificate="cert-b")  # in use
+    code, _ = gcp.failure(gcp.ssl_certificates.delete_unary(project=p, ssl_certificate="cert-b"))  # in use
+    assert code == "RESOURCE_IN_USE_BY_ANOTHER_RESOURCE"
     w(
         gcp.target_https_proxies.set_url_map_unary(
             project=p,
@@ -110,7 +110,15 @@ def test_proxies_rules_health_checks_and_url_maps_change_in_place(gcp: Gcp) -> N
     hc = c.HealthCheck(http_health_check=c.HTTPHealthCheck(port=8080, request_path="/ready"), type_="HTTP")
     w(gcp.health_checks.patch_unary(project=p, health_check="hc", health_check_resource=hc))
     assert gcp.health_checks.get(project=p, health_check="hc").http_health_check.request_path == "/ready"
-    w(gcp.url_maps.patch_unary(project=p, url_map="um", url_map_resource=c.UrlMap(description="patched")))
+    with pytest.raises(gexc.PreconditionFailed):  # Google: an up-to-date fingerprint is required (412)
+        gcp.url_maps.patch_unary(project=p, url_map="um", url_map_resource=c.UrlMap(description="patched"))
+    current = gcp.url_maps.get(project=p, url_map="um").fingerprint
+    w(
+        gcp.url_maps.patch_unary(
+            project=p, url_map="um", url_map_resource=c.UrlMap(description="patched", fingerprint=current)
+        )
+    )
+    assert gcp.url_maps.get(project=p, url_map="um").fingerprint != current  # each change makes a new one
     assert gcp.url_maps.get(project=p, url_map="um").description == "patched"
 
 
@@ -120,7 +128,9 @@ def test_a_regional_migs_group_view_and_its_named_ports(gcp: Gcp) -> None:
     sub = c.Subnetwork(name="s", network="global/networks/n", ip_cidr_range="10.4.0.0/24")
     w(gcp.subnetworks.insert_unary(project=p, region=REGION, subnetwork_resource=sub))
     props = c.InstanceProperties(
-        machine_type="e2-small", network_interfaces=[c.NetworkInterface(subnetwork=f"regions/{REGION}/subnetworks/s")]
+        disks=[boot_disk()],
+        machine_type="e2-small",
+        network_interfaces=[c.NetworkInterface(subnetwork=f"regions/{REGION}/subnetworks/s")],
     )
     w(
         gcp.region_instance_templates.insert_unary(

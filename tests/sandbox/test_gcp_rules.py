@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from google.api_core import exceptions as gexc
 from google.cloud import compute_v1 as c
-from tests.sandbox.conftest import Gcp
+from tests.sandbox.conftest import Gcp, boot_disk
 
 REGION = "us-central1"
 
@@ -89,9 +89,11 @@ def test_names_duplicates_references_and_in_use(gcp: Gcp) -> None:
         subnet(gcp, "s2", "10.0.0.128/25")
     with pytest.raises(gexc.BadRequest, match="Invalid IPCidrRange"):
         subnet(gcp, "s3", "10.0.0.1/24")
-    with pytest.raises(gexc.BadRequest, match="already being used by") as info:
-        gcp.networks.delete_unary(project=gcp.project, network="n1")
-    assert info.value.errors[0]["reason"] == "resourceInUseByAnotherResource"
+    # the old sandbox answered a synchronous 400 resourceInUseByAnotherResource; Google fails the operation
+    code, message = gcp.failure(gcp.networks.delete_unary(project=gcp.project, network="n1"))
+    assert code == "RESOURCE_IN_USE_BY_ANOTHER_RESOURCE"
+    assert message.endswith(f"is already being used by 'projects/{gcp.project}/regions/{REGION}/subnetworks/s1'")
+    assert gcp.networks.get(project=gcp.project, network="n1").name == "n1"  # not deleted
     with pytest.raises(gexc.NotFound):
         gcp.networks.get(project=gcp.project, network="nope")
     found = list(
@@ -208,6 +210,9 @@ def test_instance_references_must_exist(gcp: Gcp) -> None:
     base = {
         "name": "vm-x",
         "machineType": "zones/us-central1-a/machineTypes/e2-micro",
+        "disks": [
+            {"boot": True, "initializeParams": {"sourceImage": "projects/debian-cloud/global/images/family/debian-12"}}
+        ],
         "networkInterfaces": [{"subnetwork": "regions/us-central1/subnetworks/s1"}],
     }
     path = f"/compute/v1/projects/{gcp.project}/zones/us-central1-a/instances"
@@ -235,6 +240,7 @@ def test_template_in_use_by_a_mig_is_not_deleted(gcp: Gcp) -> None:
     network(gcp)
     gcp.wait(subnet(gcp, "s1", "10.2.0.0/24"))
     props = c.InstanceProperties(
+        disks=[boot_disk()],
         machine_type="e2-small",
         network_interfaces=[c.NetworkInterface(subnetwork="regions/us-central1/subnetworks/s1")],
     )
@@ -251,8 +257,8 @@ def test_template_in_use_by_a_mig_is_not_deleted(gcp: Gcp) -> None:
             project=gcp.project, region=REGION, instance_group_manager_resource=mig
         )
     )
-    with pytest.raises(gexc.BadRequest, match="already being used by"):
-        gcp.instance_templates.delete_unary(project=gcp.project, instance_template="t1")
+    code, message = gcp.failure(gcp.instance_templates.delete_unary(project=gcp.project, instance_template="t1"))
+    assert code == "RESOURCE_IN_USE_BY_ANOTHER_RESOURCE" and "instanceGroupManagers/m1" in message
     with pytest.raises(gexc.BadRequest, match="referenced instanceTemplate resource cannot be found"):
         missing = c.InstanceGroupManager(
             name="m2", base_instance_name="m2", instance_template="global/instanceTemplates/none", target_size=1

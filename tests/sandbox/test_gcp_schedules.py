@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from google.api_core import exceptions as gexc
 from google.cloud import compute_v1 as c
-from tests.sandbox.conftest import Gcp
+from tests.sandbox.conftest import Gcp, boot_disk
 
 REGION, ZONE = "us-central1", "us-central1-a"
 BERLIN_WORKDAYS = c.ResourcePolicyInstanceSchedulePolicy(
@@ -26,6 +26,7 @@ def _network(gcp: Gcp) -> None:
 
 def _vm(gcp: Gcp, name: str) -> None:
     vm = c.Instance(
+        disks=[boot_disk()],
         name=name,
         machine_type="e2-small",
         network_interfaces=[c.NetworkInterface(subnetwork=f"regions/{REGION}/subnetworks/s")],
@@ -78,9 +79,8 @@ def test_instance_schedules_attach_detach_and_what_google_refuses(gcp: Gcp) -> N
     _policy(gcp, "night")
     with pytest.raises(gexc.BadRequest):  # one instance schedule per VM
         _attach(gcp, "vm", f"regions/{REGION}/resourcePolicies/night")
-    with pytest.raises(gexc.BadRequest) as info:  # in use
-        policies.delete_unary(project=p, region=REGION, resource_policy="office")
-    assert info.value.errors[0]["reason"] == "resourceInUseByAnotherResource"
+    code, _ = gcp.failure(policies.delete_unary(project=p, region=REGION, resource_policy="office"))  # in use
+    assert code == "RESOURCE_IN_USE_BY_ANOTHER_RESOURCE"
 
     detach = c.InstancesRemoveResourcePoliciesRequest(resource_policies=[f"regions/{REGION}/resourcePolicies/office"])
     gcp.wait(
@@ -117,7 +117,9 @@ def test_scaling_schedules_are_kept_merged_by_patch_dropped_by_update_and_checke
     p, scalers = gcp.project, gcp.region_autoscalers
     _network(gcp)
     props = c.InstanceProperties(
-        machine_type="e2-small", network_interfaces=[c.NetworkInterface(subnetwork=f"regions/{REGION}/subnetworks/s")]
+        disks=[boot_disk()],
+        machine_type="e2-small",
+        network_interfaces=[c.NetworkInterface(subnetwork=f"regions/{REGION}/subnetworks/s")],
     )
     tpl = c.InstanceTemplate(name="t", properties=props)
     gcp.wait(gcp.region_instance_templates.insert_unary(project=p, region=REGION, instance_template_resource=tpl))

@@ -50,14 +50,12 @@ class GcpFaults:
         if m is None or not method_id.endswith(".insert"):
             return
         if method_id == "compute.instances.insert" and self.faults.out_of_capacity("gcp"):
-            project = state.project(m["project"])
-            project.compute.pop(m["key"], None)  # a stocked-out insert leaves no instance behind
             zone = m["key"].split("/instances/")[0]
             message = (
                 f"The zone 'projects/{m['project']}/{zone}' does not have enough resources available to fulfill "
                 "the request.  Try a different zone, or try again later."
             )
             self.faults.record("gcp", "capacity", method_id, CAPACITY_CODE, zone)
-            operations.fail(state, result, CAPACITY_CODE, message)
+            operations.fail(state, result, CAPACITY_CODE, message, http_status=503)  # leaves no instance
             return
         self.faults.created(m["kind"], f"{m['project']}/{m['key']}")

@@ -20,17 +20,23 @@ from vmplane.clouds.errors import (
     QuotaError,
     TransientError,
     UnreachableError,
-    capacity_error,
     endpoint_name,
     unreachable_reason,
 )
 
 # Reasons that mean "something still uses it": cleared as dependents are deleted, so retried in teardown.
-IN_USE = {"resourceInUseByAnotherResource", "resourceNotReady", "inUse"}
+# HTTP answers carry the lowercase reason, a compute Operation's `error.errors[].code` the upper-case one.
+IN_USE = {
+    "resourceInUseByAnotherResource",
+    "RESOURCE_IN_USE_BY_ANOTHER_RESOURCE",
+    "resourceNotReady",
+    "RESOURCE_NOT_READY",
+    "inUse",
+}
 QUOTA = {"quotaExceeded", "QUOTA_EXCEEDED", "rateLimitExceeded", "userRateLimitExceeded"}
+# A zone out of stock: no retry helps soon, another zone or machine type does.
+CAPACITY = {"ZONE_RESOURCE_POOL_EXHAUSTED", "ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS", "zoneResourcePoolExhausted"}
 TRANSIENT_CODES = {429, 500, 502, 503, 504}
-# https://cloud.google.com/compute/docs/troubleshooting/troubleshooting-resource-availability
-CAPACITY = {"ZONE_RESOURCE_POOL_EXHAUSTED", "ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS"}
 
 
 def _parts(e: Exception) -> tuple[int | None, str | None, str]:
@@ -121,11 +127,16 @@ def operation_error(op: Any, operation: str) -> CloudError:
     message = first.message if first else f"operation {op.name} failed"
     if reason in IN_USE:
         return DependencyViolationError(message, code=reason, operation=operation)
+    if reason in CAPACITY:
+        zone = str(op.zone).rstrip("/").rsplit("/", 1)[-1] if op.zone else "the requested zone"
+        return QuotaError(
+            f"zone {zone} has no capacity for {operation} ({reason}: {message}); "
+            "use another zone or another machine type in the file, or apply again later",
+            code=reason,
+            operation=operation,
+        )
     if reason in QUOTA:
         return QuotaError(message, code=reason, operation=operation)
-    if reason in CAPACITY:  # a stock-out arrives in the operation, never as the insert's HTTP answer
-        zone = op.zone.rsplit("/", 1)[-1] if getattr(op, "zone", None) else None
-        return capacity_error(message, code=reason, operation=operation, zone=zone)
     if reason in ("RESOURCE_NOT_FOUND", "notFound"):
         return NotFoundError(message, code=reason, operation=operation)
     if reason in ("RESOURCE_ALREADY_EXISTS", "alreadyExists"):

@@ -15,7 +15,7 @@ from typing import Any
 
 from vmplane.sandbox.gcp import operations
 from vmplane.sandbox.gcp.discovery import Method
-from vmplane.sandbox.gcp.errors import already_exists, condition_not_met, in_use, invalid, not_found
+from vmplane.sandbox.gcp.errors import ApiError, already_exists, condition_not_met, in_use, invalid, not_found
 from vmplane.sandbox.gcp.filters import compile_filter
 from vmplane.sandbox.gcp.schema import require_body
 from vmplane.sandbox.gcp.store import (
@@ -252,11 +252,20 @@ def list_(call: Call, collection: str | None = None) -> Resource:
     return out
 
 
+IN_USE_CODE = "RESOURCE_IN_USE_BY_ANOTHER_RESOURCE"
+
+
 def delete(call: Call, kind: Kind) -> Resource:
+    """Google accepts a delete of something in use and fails its *operation* (rule op-in-use)."""
     resource = call.get()
-    check_unused(call.project, resource["selfLink"], kind.noun)
-    if kind.deleting:
-        kind.deleting(call, resource)
+    try:
+        check_unused(call.project, resource["selfLink"], kind.noun)
+        if kind.deleting:
+            kind.deleting(call, resource)
+    except ApiError as e:
+        if e.reason != "resourceInUseByAnotherResource":
+            raise
+        return operations.fail(call.state, call.operation("delete", resource), IN_USE_CODE, e.message)
     op = call.operation("delete", resource)
     del call.project.compute[call.key]
     return op
@@ -270,6 +279,7 @@ def patch(call: Call, kind: Kind, replace: bool = False, merged: bool = False) -
     scaling schedule left out of the body stays), or PATCH replacing the top-level fields given."""
     resource = call.get()
     body = copy.deepcopy(require_body(call.body))
+    check_fingerprint(call, kind.schema, resource, body)
     if body.get("name", resource["name"]) != resource["name"]:
         raise invalid(f"Invalid value for field 'resource.name': '{body['name']}'. The name cannot change.")
     kind.refs(body, resolver(call))
@@ -284,6 +294,14 @@ def patch(call: Call, kind: Kind, replace: bool = False, merged: bool = False) -
     if kind.prepare:
         kind.prepare(call, resource)
     return call.operation(call.method.verb, resource)
+
+
+def check_fingerprint(call: Call, schema: str, resource: Resource, body: Resource) -> None:
+    """A resource whose schema carries `fingerprint` is changed only by a caller that read its current one
+    (rules compute.fingerprint-*): absent or stale, Google answers 412 conditionNotMet."""
+    guarded = "fingerprint" in call.schemas[schema]["properties"] and "fingerprint" in resource
+    if guarded and body.get("fingerprint") != resource["fingerprint"]:
+        raise condition_not_met("Invalid fingerprint.")
 
 
 def merge(target: Any, change: Any) -> Any:

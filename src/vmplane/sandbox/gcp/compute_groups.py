@@ -321,7 +321,9 @@ def _resize(call: Call) -> Resource:
 def _mig_patch(call: Call) -> Resource:
     mig = call.get()
     body = copy.deepcopy(require_body(call.body))
-    from vmplane.sandbox.gcp.compute import resolver
+    from vmplane.sandbox.gcp.compute import check_fingerprint, resolver
+
+    check_fingerprint(call, "InstanceGroupManager", mig, body)
 
     _mig_refs(body, resolver(call))
     for k, v in body.items():

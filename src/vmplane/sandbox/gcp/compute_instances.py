@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import copy
 
-from vmplane.sandbox.gcp import guest
+from vmplane.sandbox.gcp import guest, operations
 from vmplane.sandbox.gcp.compute import Call, Hook, Kind, Resolve, handler, insert, register, resolver, set_labels
 from vmplane.sandbox.gcp.compute_catalogue import MACHINE_TYPES, default_service_account, known_image
 from vmplane.sandbox.gcp.compute_network import allocate_ip
@@ -206,7 +206,27 @@ def _insert(call: Call) -> Resource:
         items = merged.setdefault("metadata", {}).setdefault("items", [])
         items.append({"key": "instance-template", "value": key_path(template)})
         call.body = merged
-    return insert(call, INSTANCES)
+    op = insert(call, INSTANCES)
+    return _quota(call, op)
+
+
+CPUS_PER_REGION = 24  # the sandbox's regional CPUS quota (rule compute.quota-cpus-region)
+
+
+def _quota(call: Call, op: Resource) -> Resource:
+    """Google finds a quota exceeded while doing the insert: the operation fails, the instance is never made.
+    TERMINATED instances hold no CPUs. A MIG's own instances count, but a MIG is never refused here."""
+    zone = call.params["zone"]
+    region = zone.rsplit("-", 1)[0]
+    used = sum(
+        MACHINE_TYPES[r["machineType"].rsplit("/", 1)[1]][0]
+        for key, r in call.project.compute.items()
+        if r.get("kind") == "compute#instance" and key.startswith(f"zones/{region}-") and r["status"] != "TERMINATED"
+    )
+    if used > CPUS_PER_REGION:
+        message = f"Quota 'CPUS' exceeded.  Limit: {CPUS_PER_REGION:.1f} in region {region}."
+        return operations.fail(call.state, op, "QUOTA_EXCEEDED", message, 403)
+    return op
 
 
 def key_path(resource: Resource) -> str:
@@ -221,7 +241,6 @@ def _aggregated(call: Call) -> Resource:
 
     matches = compile_filter(call.query.get("filter"))
     items: dict[str, Resource] = {}
-    from vmplane.sandbox.gcp import operations
 
     for key, r in sorted(call.project.compute.items()):
         if r.get("kind") == "compute#instance":

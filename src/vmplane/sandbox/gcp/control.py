@@ -8,6 +8,8 @@
   (guest.py); `off` writes nothing, so a test can play the guest.
 - `POST /_sandbox/guest-attributes` `{"project", "zone", "instance", "namespace", "key", "value"}`: write a
   guest attribute as the guest would (PUT to the metadata server from inside the VM).
+- `POST /_sandbox/page-size` `{"size": n}`: every compute list answers at most n items a page (0: Google's 500),
+  so a client's pager is driven past page one; `reset` restores 0.
 - `POST /_sandbox/certificates/activate` `{"project", "name"}`: DNS now resolves to the load balancer,
   so the managed certificate (and each of its domains) becomes ACTIVE.
 """
@@ -66,6 +68,12 @@ def handle(sandbox: GcpSandbox, http: str, path: str, query: dict[str, list[str]
             raise invalid(f"guest mode must be 'auto' or 'off', not {mode!r}")
         state.guest_mode = mode
         return {"mode": mode}
+    if action == "page-size":
+        size = given.get("size")
+        if not isinstance(size, int) or isinstance(size, bool) or not 0 <= size <= 500:
+            raise invalid(f"page size must be an integer within 0..500, not {size!r}")
+        state.page_size = size
+        return {"size": size}
     if action == "guest-attributes":
         from vmplane.sandbox.gcp.guest import put
 

@@ -2,8 +2,9 @@
 
 The change itself is applied at once (a `get` of the resource sees it); what completes later is only the
 operation and what Google does after it (an instance reaching RUNNING, a MIG's instances starting), run
-from the operation's `done` hooks. Errors found at validation time are HTTP errors, never operation
-errors, as with Google.
+from the operation's `done` hooks. Errors found at validation time are HTTP errors; what Google finds
+only while doing the work (a delete of something in use, a quota, a zone out of stock) ends the
+operation DONE with `error.errors[]` instead (`fail`), as Google's do: the HTTP call itself answers 200.
 """
 
 from __future__ import annotations
@@ -61,9 +62,43 @@ def start(
 def finish(state: State, op: Resource) -> Resource:
     if op["status"] != "DONE":
         op.update(status="DONE", progress=100, endTime=now())
-        for hook in state.op_hooks.pop(op["selfLink"], []):
+        hooks = state.op_hooks.pop(op["selfLink"], [])
+        failure = state.op_errors.pop(op["selfLink"], None)
+        if failure is not None:  # a failed operation's effects never happen
+            op.update(failure)
+            return op
+        for hook in hooks:
             hook()
     return op
+
+
+def fail(state: State, op: Resource, code: str, message: str, http_status: int = 400) -> Resource:
+    """Make the RUNNING operation `op` end DONE with Google's error (`code`: RESOURCE_IN_USE_BY_ANOTHER_RESOURCE,
+    QUOTA_EXCEEDED, ZONE_RESOURCE_POOL_EXHAUSTED, ...): the caller's HTTP answer still shows it RUNNING, the
+    next get/wait shows the error, and its `done` hooks never run. An insert that fails leaves nothing
+    behind: its target is taken out of the store now (Google never shows it as created)."""
+    if op["status"] == "DONE":
+        raise ValueError(f"operation {op['name']} is already DONE")
+    state.op_errors[op["selfLink"]] = {
+        "error": {"errors": [{"code": code, "message": message}]},
+        "httpErrorStatusCode": http_status,
+        "httpErrorMessage": _HTTP_MESSAGE.get(http_status, "BAD REQUEST"),
+    }
+    if op.get("operationType") == "insert":
+        project_id, _, key = op["targetLink"].split("/projects/", 1)[1].partition("/")
+        found = state.projects.get(project_id)
+        if found is not None:
+            found.compute.pop(key, None)
+    return op
+
+
+_HTTP_MESSAGE = {
+    400: "BAD REQUEST",
+    403: "FORBIDDEN",
+    409: "CONFLICT",
+    412: "PRECONDITION FAILED",
+    503: "SERVICE UNAVAILABLE",
+}
 
 
 def finish_for(state: State, project: Project, target_link: str) -> None:
@@ -77,19 +112,4 @@ def lookup(project: Project, scope: str, name: str) -> Resource:
     op = project.operations.get(f"{scope}/operations/{name}")
     if op is None:
         raise not_found(f"projects/{project.id}/{scope}/operations/{name}")
-    return op
-
-
-def fail(state: State, op: Resource, code: str, message: str) -> Resource:
-    """End `op` as Google ends a failed one: DONE, with `error.errors[]` and no `done` hooks run (what
-    they would have completed never happened)."""
-    state.op_hooks.pop(op["selfLink"], None)
-    op.update(
-        status="DONE",
-        progress=100,
-        endTime=now(),
-        error={"errors": [{"code": code, "message": message}]},
-        httpErrorStatusCode=503 if code == "ZONE_RESOURCE_POOL_EXHAUSTED" else 400,
-        httpErrorMessage="SERVICE UNAVAILABLE" if code == "ZONE_RESOURCE_POOL_EXHAUSTED" else "BAD REQUEST",
-    )
     return op

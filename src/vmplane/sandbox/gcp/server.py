@@ -29,6 +29,8 @@ from vmplane.sandbox.gcp import (  # noqa: F401 - importing a family registers i
     control,
     dns,
     iam,
+    paging,
+    rules,
     storage,
     storage_media,
 )
@@ -50,6 +52,7 @@ class GcpSandbox:
     def __init__(self, port: int, host: str = "127.0.0.1") -> None:
         self.state = State()
         self.discovery = disc.get()
+        rules.load()
         self.faults: GcpFaults | None = None  # a fault profile's hook (sandbox/faults_gcp.py), if started with one
         self.httpd = ThreadingHTTPServer((host, port), _handler_class(self))
         self.httpd.daemon_threads = True
@@ -110,11 +113,14 @@ class GcpSandbox:
         if fn is None:
             raise ApiError(501, "notImplemented", f"the sandbox does not emulate {method.id}", "UNIMPLEMENTED")
         call = Call(self.state, method, params, query, body, api.schemas, media, media_type)
+        rules.check(call)  # the fidelity catalogue (rules/): what Google refuses beyond the documents
         if method.api == "compute" and method.response == "Operation" and query.get("requestId"):
             seen = call.project.request_ids.get(query["requestId"])
             if seen is not None:  # same requestId: the same operation, nothing done twice
                 return call.project.operations[seen]
         result = fn(call)
+        if paging.pages(method) and isinstance(result, dict):
+            result = paging.paginate(self.state, query, result)
         if self.faults is not None:
             self.faults.after(self.state, method.id, result)
         if method.response and not isinstance(result, storage_media.Raw):

@@ -55,9 +55,12 @@ class State:
     def __init__(self) -> None:
         self.lock = threading.RLock()
         self.guest_mode = "auto"
+        self.page_size = 0  # POST /_sandbox/page-size: a ceiling on every compute list's page (0: Google's)
         self.projects: dict[str, Project] = {}
         # operation selfLink -> what happens when it completes (an instance reaching RUNNING, ...)
         self.op_hooks: dict[str, list[Callable[[], None]]] = {}
+        # operation selfLink -> the error fields it ends with (operations.fail)
+        self.op_errors: dict[str, Resource] = {}
         # Cloud Storage: bucket names are global (not per project); each object name keeps its generations,
         # oldest first, the live one last unless it carries `timeDeleted` (storage.py).
         self.buckets: dict[str, Resource] = {}
@@ -69,9 +72,11 @@ class State:
         with self.lock:
             self.projects.clear()
             self.op_hooks.clear()
+            self.op_errors.clear()
             self.buckets.clear()
             self.objects.clear()
             self.guest_mode = "auto"
+            self.page_size = 0
 
     def new_id(self) -> str:
         """A uint64 as a string of digits, as the schema's `format: uint64` demands."""
