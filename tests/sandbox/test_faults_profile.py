@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from vmplane.sandbox.aws.request import service_model
 from vmplane.sandbox.faults import Injector, Profile, ProfileError, load
 from vmplane.sandbox.faults_aws import AwsFaults
 
@@ -43,7 +44,9 @@ def moto_stub(answer: bytes) -> Callable[[dict[str, Any], Callable[..., Any]], I
 
 
 def call(app: AwsFaults, service: str, params: dict[str, str], path: str = "/") -> tuple[str, bytes]:
-    body = urllib.parse.urlencode(params).encode()
+    """One signed form request, as boto3 sends EC2's and the query services' (their API version included)."""
+    version = {"Version": service_model(service).api_version} if service else {}
+    body = urllib.parse.urlencode({**params, **version}).encode()
     environ = {
         "PATH_INFO": path,
         "REQUEST_METHOD": "POST",

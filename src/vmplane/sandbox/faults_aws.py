@@ -1,8 +1,9 @@
 """The AWS side of a fault profile: a WSGI middleware in front of moto's app (sandbox/faults.py).
 
-It reads each request's service (the SigV4 credential scope) and operation (`Action=` or
-`X-Amz-Target`), and answers a fault in the protocol's own error shape before moto sees the request, or
-lets moto answer and remembers what a create made. What it cannot know, it does not fault: an ASG's
+It wraps the strict layer from outside (aws/app.build_app's `wrappers`: AWS throttles before it
+validates), places each request with the strict layer's parser (aws/request.py), and answers a fault in
+the protocol's own error shape (aws/errors.render) before the request goes on, or lets it go on and
+remembers what a create made. What it cannot know, it does not fault: an ASG's
 launches happen inside moto (no request passes here), so capacity is injected on RunInstances only.
 """
 
@@ -12,19 +13,15 @@ import io
 import json
 import re
 import urllib.parse
-import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from moto.moto_server.threaded_moto_server import ThreadedMotoServer
-from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
-from werkzeug.serving import make_server
-
+from vmplane.sandbox.aws import errors, request
+from vmplane.sandbox.aws.rule import AwsFault
 from vmplane.sandbox.faults import AWS_KINDS, Injector
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
-
-_SCOPE = re.compile(r"Credential=[^/]+/\d{8}/[^/]+/([^/]+)/aws4_request")
+Answer = tuple[str, list[tuple[str, str]], bytes]
 # Ids a create answers with, by prefix (the kinds of faults.AWS_KINDS).
 _ID_TAGS = "vpcId|subnetId|groupId|internetGatewayId|routeTableId|natGatewayId|allocationId|instanceId|launchTemplateId"
 _ID = re.compile(rf"<(?:{_ID_TAGS})>([a-z]+-[0-9a-f]+)<")
@@ -53,41 +50,30 @@ _PROFILE_USERS = {
 }
 
 
-def identify(environ: dict[str, Any], body: bytes) -> tuple[str, str, dict[str, str]]:
-    """(service, operation, flat params) of one request; "" where the request does not say."""
-    scope = _SCOPE.search(environ.get("HTTP_AUTHORIZATION", ""))
-    service = scope.group(1) if scope else ""
-    params = {k: v[-1] for k, v in urllib.parse.parse_qs(environ.get("QUERY_STRING", "")).items()}
-    if "form-urlencoded" in environ.get("CONTENT_TYPE", ""):
-        params.update({k: v[-1] for k, v in urllib.parse.parse_qs(body.decode(errors="replace")).items()})
-    target = environ.get("HTTP_X_AMZ_TARGET", "")
-    operation = params.get("Action") or target.rpartition(".")[2]
-    return service, operation, params
+def identify(environ: dict[str, Any], body: bytes) -> tuple[str, str, str, dict[str, str]]:
+    """(botocore service, operation, protocol, flat form params) of one request, through the strict
+    layer's parser (aws/request.py); ("", "", "", {}) for what it cannot place (nothing is faulted then)."""
+    try:
+        parsed = request.parse(environ, body)
+    except Exception:  # the strict layer passes such a request to moto unchecked: so does this one
+        parsed = None
+    if parsed is None:
+        return "", "", "", {}
+    params: dict[str, str] = {}
+    if "form-urlencoded" in environ.get("CONTENT_TYPE", ""):  # EC2 and query services: flat keys
+        params = {k: v[-1] for k, v in urllib.parse.parse_qs(body.decode(errors="replace")).items()}
+    return parsed.request.service, parsed.request.operation, parsed.protocol, params
 
 
-def _error(service: str, code: str, message: str, status: int) -> tuple[str, list[tuple[str, str]], bytes]:
-    request_id = str(uuid.uuid4())
-    if service == "ec2":
-        body = (
-            f'<?xml version="1.0" encoding="UTF-8"?><Response><Errors><Error><Code>{code}</Code>'
-            f"<Message>{message}</Message></Error></Errors><RequestID>{request_id}</RequestID></Response>"
-        )
-        return f"{status} Error", [("Content-Type", "text/xml")], body.encode()
-    if service in ("ssm", "acm", "scheduler", "logs"):
-        data = json.dumps({"__type": code, "message": message}).encode()
-        headers = [("Content-Type", "application/x-amz-json-1.1"), ("x-amzn-ErrorType", code)]
-        return f"{status} Error", headers, data
-    body = (
-        f"<ErrorResponse><Error><Type>Sender</Type><Code>{code}</Code><Message>{message}</Message></Error>"
-        f"<RequestId>{request_id}</RequestId></ErrorResponse>"
-    )
-    return f"{status} Error", [("Content-Type", "text/xml")], body.encode()
+def _error(service: str, protocol: str, code: str, message: str, status: int) -> Answer:
+    out_status, headers, data = errors.render(AwsFault(code, message, status), service, protocol)
+    return f"{out_status} Error", headers, data
 
 
-def _throttle_code(service: str) -> tuple[str, int]:
-    if service == "ec2":
+def _throttle_code(protocol: str) -> tuple[str, int]:
+    if protocol == "ec2":
         return "RequestLimitExceeded", 503
-    if service in ("ssm", "acm", "scheduler", "logs"):
+    if protocol in ("json", "rest-json"):
         return "ThrottlingException", 400
     return "Throttling", 400
 
@@ -108,13 +94,13 @@ class AwsFaults:
             data = json.dumps(self.faults.report()).encode()
             start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(data)))])
             return [data]
-        if path.startswith(("/moto-api", "/_sandbox")):  # control paths: never faulted
+        if path.startswith(("/moto-api", "/_sandbox", "/_vmplane")):  # control paths: never faulted
             return self.app(environ, start_response)
         length = int(environ.get("CONTENT_LENGTH") or 0)
         body = environ["wsgi.input"].read(length) if length else b""
         environ["wsgi.input"] = io.BytesIO(body)
-        service, operation, params = identify(environ, body)
-        fault = self._before(service, operation, params)
+        service, operation, protocol, params = identify(environ, body)
+        fault = self._before(service, operation, protocol, params) if service else None
         if fault is not None:
             status, headers, data = fault
             start_response(status, [*headers, ("Content-Length", str(len(data)))])
@@ -130,20 +116,18 @@ class AwsFaults:
             self._after(service, operation, params, out)
         return [out]
 
-    def _before(
-        self, service: str, operation: str, params: dict[str, str]
-    ) -> tuple[str, list[tuple[str, str]], bytes] | None:
+    def _before(self, service: str, operation: str, protocol: str, params: dict[str, str]) -> Answer | None:
         f = self.faults
         if f.throttled("aws"):
-            code, status = _throttle_code(service)
-            f.record("aws", "throttle", operation or service, code)
-            return _error(service, code, "Rate exceeded", status)
+            code, status = _throttle_code(protocol)
+            f.record("aws", "throttle", operation, code)
+            return _error(service, protocol, code, "Rate exceeded", status)
         if operation in _PROFILE_USERS:
             name = self._profile_of(params)
             if name and f.profile_unseen(name):
                 code, message = _PROFILE_USERS[operation]
                 f.record("aws", "iamPropagation", operation, code, name)
-                return _error(service, code, message.format(name), 400)
+                return _error(service, protocol, code, message.format(name), 400)
         if service == "ec2":
             # Any request naming a young id (a describe, a tag, a create under a new VPC) is refused, as
             # EC2 refuses it; a filter naming it only matches nothing, so filters are left alone.
@@ -152,7 +136,7 @@ class AwsFaults:
                 if kind is not None:
                     code = AWS_KINDS[kind]
                     f.record("aws", "visibility", operation, code, value)
-                    return _error(service, code, f"The {kind} ID '{value}' does not exist", 400)
+                    return _error(service, protocol, code, f"The {kind} ID '{value}' does not exist", 400)
         if operation == "RunInstances" and f.out_of_capacity("aws"):
             az = self._subnet_az.get(params.get("SubnetId", ""), "")
             kind = params.get("InstanceType") or self._template_type.get(
@@ -167,7 +151,7 @@ class AwsFaults:
                 f"Our system will be working on provisioning additional capacity. You can currently get {kind} "
                 f"capacity by not specifying an Availability Zone in your request or choosing {others}."
             )
-            return _error(service, "InsufficientInstanceCapacity", message, 500)
+            return _error(service, protocol, "InsufficientInstanceCapacity", message, 500)
         return None
 
     def _profile_of(self, params: dict[str, str]) -> str | None:
@@ -222,17 +206,3 @@ def _makes(operation: str, kind: str) -> bool:
         "instance": operation == "RunInstances",
         "launch-template": noun == "launchtemplate",
     }[kind]
-
-
-class FaultyMotoServer(ThreadedMotoServer):
-    """moto's threaded server with the middleware in front of its app (the same app, handler and threads)."""
-
-    def __init__(self, injector: Injector, **kw: Any) -> None:
-        super().__init__(**kw)
-        self._injector = injector
-
-    def _server_entry(self) -> None:
-        app = AwsFaults(DomainDispatcherApplication(create_backend_app), self._injector)
-        self._server = make_server(self._ip_address, self._port, app, True, request_handler=MotoRequestHandler)
-        self._server_ready_event.set()
-        self._server.serve_forever()
