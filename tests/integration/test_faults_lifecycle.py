@@ -49,3 +49,21 @@ def test_gcp_web_lifecycle_under_faults(tmp_path: Path, faulty_sandbox: Sandbox)
     # instances inside the sandbox): test_faults_capacity.py.
     for fault in ("gcp.throttle", "gcp.visibility"):
         assert injected[fault] > 0, f"{fault} never injected: {dict(injected)}"
+
+
+def test_status_shows_the_profile_and_another_profile_is_refused(tmp_path: Path, faulty_sandbox: Sandbox) -> None:
+    """`vmplane sandbox status` names the profile in use; `start --faults` with another one is refused with
+    the fix (old CLI: no `--faults` option at all, exit 2)."""
+    from tests.conftest import FAULT_PROFILE
+
+    cli = Cli(home=faulty_sandbox.home, sandbox_port=faulty_sandbox.port, gcp_port=faulty_sandbox.gcp_port)
+    status = cli.json("sandbox", "status")
+    assert status["running"] and status["faults"]["file"] == str(FAULT_PROFILE.resolve())
+    assert status["faults"]["seed"] == 25 and "throttle" in status["faults"]
+    same = cli.run("sandbox", "start", "--faults", str(FAULT_PROFILE))
+    assert same.returncode == 0, same.stderr
+    other = tmp_path / "other.jsonc"
+    other.write_text('{"seed": 26, "throttle": {"rate": 0.5}}')
+    refused = cli.run("sandbox", "start", "--faults", str(other))
+    assert refused.returncode == 1
+    assert "already running with fault profile" in refused.stderr and "vmplane sandbox stop" in refused.stderr

@@ -11,7 +11,8 @@ A profile (JSON with comments) names a `seed` and up to four faults:
 
 Determinism: each (cloud, rule) pair draws from its own `random.Random` seeded by `seed` and the rule's
 name, so the same seed and the same request sequence give the same faults. Visibility and IAM
-propagation are by time, as on the clouds. Control paths (`/moto-api/`, `/_sandbox/`) are never faulted.
+propagation are by time, as on the clouds. Control paths (`/moto-api/`, `/_sandbox/`) are never faulted,
+nor are clients that say NO_FAULTS_AGENT in their User-Agent.
 Every injected fault is logged (logger `vmplane.sandbox.faults`) and tallied (`Injector.tally`), which the
 AWS side serves at `/_sandbox/faults` and the GCP side at `/_sandbox/faults`.
 """
@@ -35,6 +36,9 @@ from vmplane.errors import VmplaneError
 log = logging.getLogger("vmplane.sandbox.faults")
 
 Cloud = Literal["aws", "gcp"]
+# A client whose User-Agent carries this is never faulted: what inspects the emulator (the tests' own
+# clients, the sandbox's seed) is not what is under test, and a throttled inspection would only be noise.
+NO_FAULTS_AGENT = "vmplane-no-faults"
 # What `visibility.kinds` may name: AWS resource id prefixes' kinds and GCP compute collections.
 AWS_KINDS = {
     "vpc": "InvalidVpcID.NotFound",

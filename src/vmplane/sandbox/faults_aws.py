@@ -18,7 +18,7 @@ from typing import Any
 
 from vmplane.sandbox.aws import errors, request
 from vmplane.sandbox.aws.rule import AwsFault
-from vmplane.sandbox.faults import AWS_KINDS, Injector
+from vmplane.sandbox.faults import AWS_KINDS, NO_FAULTS_AGENT, Injector
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 Answer = tuple[str, list[tuple[str, str]], bytes]
@@ -94,7 +94,8 @@ class AwsFaults:
             data = json.dumps(self.faults.report()).encode()
             start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(data)))])
             return [data]
-        if path.startswith(("/moto-api", "/_sandbox", "/_vmplane")):  # control paths: never faulted
+        never = path.startswith(("/moto-api", "/_sandbox", "/_vmplane"))  # control paths
+        if never or NO_FAULTS_AGENT in environ.get("HTTP_USER_AGENT", ""):
             return self.app(environ, start_response)
         length = int(environ.get("CONTENT_LENGTH") or 0)
         body = environ["wsgi.input"].read(length) if length else b""

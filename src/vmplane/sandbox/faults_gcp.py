@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from vmplane.sandbox.faults import Injector
+from vmplane.sandbox.faults import NO_FAULTS_AGENT, Injector
 from vmplane.sandbox.gcp import operations
 from vmplane.sandbox.gcp.errors import ApiError, not_found
 from vmplane.sandbox.gcp.store import State
@@ -31,9 +31,11 @@ class GcpFaults:
     def __init__(self, injector: Injector) -> None:
         self.faults = injector
 
-    def before(self, http: str, path: str) -> None:
+    def before(self, http: str, path: str, user_agent: str = "") -> None:
         """Raise the fault this request meets, if any, before the sandbox handles it."""
         f = self.faults
+        if NO_FAULTS_AGENT in user_agent:
+            return
         if f.throttled("gcp"):
             f.record("gcp", "throttle", f"{http} {path}", "rateLimitExceeded")
             raise ApiError(429, "rateLimitExceeded", "Rate Limit Exceeded", "RESOURCE_EXHAUSTED")
