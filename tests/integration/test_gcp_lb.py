@@ -50,6 +50,13 @@ def endpoint() -> Iterator[str]:
 _projects = iter(range(1, 1000))
 
 
+def _boot() -> compute_v1.AttachedDisk:
+    """Google requires a boot disk (rule compute.disk-boot-required)."""
+    image = "projects/debian-cloud/global/images/family/debian-12"
+    params = compute_v1.AttachedDiskInitializeParams(source_image=image)
+    return compute_v1.AttachedDisk(boot=True, auto_delete=True, initialize_params=params)
+
+
 @pytest.fixture(autouse=True)
 def _one_certificate_look(monkeypatch: pytest.MonkeyPatch) -> None:
     from vmplane.clouds.gcp import certs
@@ -117,7 +124,7 @@ def _provision(endpoint: str, project: str, spec: EnvSpec) -> tuple[GcpClients, 
     for i, zone in enumerate(ZONES):
         name = naming.instance(spec, "web", i)
         vm = compute_v1.Instance(
-            name=name, machine_type=f"zones/{zone}/machineTypes/e2-small", network_interfaces=[nic],
+            name=name, machine_type=f"zones/{zone}/machineTypes/e2-small", network_interfaces=[nic], disks=[_boot()],
             tags=compute_v1.Tags(items=[naming.network_tag(spec)]),
         )  # fmt: skip
         _done(
@@ -128,7 +135,7 @@ def _provision(endpoint: str, project: str, spec: EnvSpec) -> tuple[GcpClients, 
         vms.append(VMRecord(Name=name, Pool="web", Index=i, ID=name, AZ=zone, State=VMState.ready))
     template = compute_v1.InstanceTemplate(
         name="shop-api-v1",
-        properties=compute_v1.InstanceProperties(machine_type="e2-small", network_interfaces=[nic]),
+        properties=compute_v1.InstanceProperties(machine_type="e2-small", network_interfaces=[nic], disks=[_boot()]),
     )
     _done(
         endpoint,
@@ -371,7 +378,12 @@ def test_scale_of_a_fixed_pool_reconciles_the_groups_and_the_backends(endpoint: 
     p, zone_a, zone_b = project, ZONES[0], ZONES[1]
     extra = naming.instance(spec, "web", 2)
     nic = compute_v1.NetworkInterface(subnetwork=f"projects/{p}/regions/{REGION}/subnetworks/{naming.subnetwork(spec)}")
-    vm = compute_v1.Instance(name=extra, machine_type=f"zones/{zone_a}/machineTypes/e2-small", network_interfaces=[nic])
+    vm = compute_v1.Instance(
+        name=extra,
+        machine_type=f"zones/{zone_a}/machineTypes/e2-small",
+        network_interfaces=[nic],
+        disks=[_boot()],
+    )
     _done(endpoint, p, _client(endpoint, "Instances").insert_unary(project=p, zone=zone_a, instance_resource=vm))
     ctx.infra.VMs.append(VMRecord(Name=extra, Pool="web", Index=2, ID=extra, AZ=zone_a, State=VMState.ready))
 
@@ -505,7 +517,9 @@ def test_the_sandbox_checks_autohealing_policies_as_google_does(endpoint: str, p
     here = f"projects/{project}/global/healthChecks/heal-hc"
 
     def patch(*policies: compute_v1.InstanceGroupManagerAutoHealingPolicy) -> None:
-        body = compute_v1.InstanceGroupManager(auto_healing_policies=list(policies))
+        name = naming.mig(spec, "api")
+        current = migs.get(project=project, region=REGION, instance_group_manager=name).fingerprint
+        body = compute_v1.InstanceGroupManager(auto_healing_policies=list(policies), fingerprint=current)
         op = migs.patch_unary(
             project=project, region=REGION, instance_group_manager=naming.mig(spec, "api"),
             instance_group_manager_resource=body,
@@ -531,8 +545,11 @@ def test_the_sandbox_checks_autohealing_policies_as_google_does(endpoint: str, p
     patch(compute_v1.InstanceGroupManagerAutoHealingPolicy(health_check=here, initial_delay_sec=3600))
     [kept] = _mig(endpoint, project, spec).auto_healing_policies
     assert (_tail(kept.health_check), kept.initial_delay_sec) == (here, 3600)
-    with pytest.raises(BadRequest, match="being used"):
-        hcs.delete_unary(project=project, health_check="heal-hc")
+    # in use: Google accepts the delete and fails its operation (the old sandbox answered a synchronous 400)
+    failed = hcs.delete_unary(project=project, health_check="heal-hc")
+    done = _client(endpoint, "GlobalOperations").wait(project=project, operation=failed.name)
+    assert done.error.errors[0].code == "RESOURCE_IN_USE_BY_ANOTHER_RESOURCE"
+    assert "being used" in done.error.errors[0].message
     patch(compute_v1.InstanceGroupManagerAutoHealingPolicy())  # one empty policy turns it off
     assert list(_mig(endpoint, project, spec).auto_healing_policies) == []
     _done(endpoint, project, hcs.delete_unary(project=project, health_check="heal-hc"))

@@ -220,3 +220,26 @@ def test_gcp_fixed_exec_update_rotate_destroy(cli: Cli, sandbox: Sandbox, gcp: G
     gone = cli.json("destroy", "-f", str(changed), "--sandbox", "--yes", timeout=300)
     assert gone["status"] == "deleted", gone["error"]
     assert not any(job_resources(gcp, job["id"]).values())
+
+
+def test_gcp_web_lifecycle_with_one_item_pages(cli: Cli, sandbox: Sandbox, gcp: Gcp, tmp_path) -> None:
+    """Every compute list answers one item a page (POST /_sandbox/page-size): each vmplane pager must follow
+    nextPageToken, or a re-apply would miss what it made and a destroy would leave it behind. The old
+    sandbox never paged, so no pager was ever driven past its first page."""
+    env_file = write_env(tmp_path, "gtest-pages", example="gcp-web.jsonc")
+    sandbox.gcp_control("page-size", {"size": 1})
+    try:
+        job = cli.json("apply", "-f", str(env_file), "--sandbox", "--yes", timeout=300)
+        assert job["status"] == "succeeded", job["error"]
+        job_id = job["id"]
+        first = job_resources(gcp, job_id)
+        assert len(first["firewalls"]) >= 2  # more than one page of what the job made
+        again = cli.json("apply", "-f", str(env_file), "--sandbox", "--yes", timeout=300)
+        assert again["status"] == "succeeded", again["error"]
+        counts = {k: len(v) for k, v in job_resources(gcp, job_id).items()}
+        assert counts == {k: len(v) for k, v in first.items()}  # found across pages: nothing made twice
+        gone = cli.json("destroy", "--job", job_id, "--yes", "--sandbox", timeout=300)
+        assert gone["status"] == "deleted", gone["error"]
+        assert {k: v for k, v in job_resources(gcp, job_id).items() if v} == {}
+    finally:
+        sandbox.gcp_control("page-size", {"size": 0})

@@ -9,6 +9,7 @@ the self-link, so the VMs of one template version all boot the same image.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from vmplane.clouds.errors import InvalidRequestError, NotFoundError
 from vmplane.clouds.gcp.session import CALL_TIMEOUT, GcpClients
@@ -46,6 +47,11 @@ def image_ref(image: str) -> tuple[str, str, bool]:
 
 def resolve_image(gcp: GcpClients, image: str) -> str:
     """The self-link of `image`'s current image; InvalidRequestError if it does not resolve."""
+    return str(lookup_image(gcp, image).self_link)
+
+
+def lookup_image(gcp: GcpClients, image: str) -> Any:
+    """`image`'s current compute Image (self-link, `diskSizeGb`); InvalidRequestError if it does not resolve."""
     project, name, family = image_ref(image)
     client = gcp.compute("Images")
     try:
@@ -61,4 +67,4 @@ def resolve_image(gcp: GcpClients, image: str) -> str:
     except NotFoundError as e:
         what = f"image family {name}" if family else f"image {name}"
         raise InvalidRequestError(f"{what} not found in project {project}") from e
-    return str(found.self_link)
+    return found

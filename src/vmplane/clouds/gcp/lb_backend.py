@@ -65,17 +65,21 @@ def ensure_backend(gcp: GcpClients, ctx: Context) -> None:
     found, created = ensure(gcp, ctx, "backendServices", name, get=get, insert=insert)
     if not created and _differs(found, groups, hc):
         # Pools changed (or the health check): the backends are patched in place, no downtime.
-        patch = compute_v1.BackendService(
-            backends=backends, health_checks=[hc], port_name=NAMED_PORT, timeout_sec=BACKEND_TIMEOUT_SEC
-        )
-        operations.run(
-            gcp,
-            "compute.backendServices.patch",
-            lambda: client.patch_unary(
-                project=gcp.project, backend_service=name, backend_service_resource=patch, timeout=CALL_TIMEOUT
-            ),
-            what=f"update {name}",
-        )
+        # Google requires the current fingerprint (412 otherwise): read-modify-write, one retry on a race.
+        def send(fingerprint: str, request_id: str) -> Any:
+            patch = compute_v1.BackendService(
+                backends=backends,
+                health_checks=[hc],
+                port_name=NAMED_PORT,
+                timeout_sec=BACKEND_TIMEOUT_SEC,
+                fingerprint=fingerprint,
+            )
+            req = compute_v1.PatchBackendServiceRequest(
+                project=gcp.project, backend_service=name, backend_service_resource=patch, request_id=request_id
+            )
+            return client.patch_unary(request=req, timeout=CALL_TIMEOUT)
+
+        operations.patch_current(gcp, "compute.backendServices.patch", get, send, what=f"update {name}")
     for pool in sorted(_asg_pools(ctx) & set(infra.ScalingGroupID)):
         autohealing.ensure(gcp, ctx, pool, hc)  # the MIG recreates a VM that fails this health check
     _drop_stale_groups(gcp, ctx, {tail(g) for g in groups})

@@ -99,6 +99,19 @@ def modify(gcp: GcpClients, collection: str, client_name: str, key: str, name: s
     client = gcp.compute(client_name)
     call = getattr(client, re.sub(r"(?<!^)([A-Z])", r"_\1", verb).lower() + "_unary")
     what = f"update {name} ({verb})"
+    (field, resource), *_ = body.items()
+    if verb == "patch" and "fingerprint" in type(resource).meta.fields:
+        # A URL map (or any fingerprinted resource) changes only with its current fingerprint (412 otherwise).
+        get = partial(client.get, project=gcp.project, timeout=CALL_TIMEOUT, **{key: name})
+
+        def send(fingerprint: str, request_id: str) -> Any:
+            changed = type(resource)(resource)
+            changed.fingerprint = fingerprint
+            req = {"project": gcp.project, key: name, field: changed, "request_id": request_id}
+            return call(request=req, timeout=CALL_TIMEOUT)
+
+        operations.patch_current(gcp, f"compute.{collection}.patch", get, send, what=what)
+        return
     operations.run(
         gcp,
         f"compute.{collection}.{verb}",

@@ -16,7 +16,7 @@ from vmplane.clouds.errors import ConflictError, NotFoundError
 from vmplane.clouds.gcp import naming, ownership, schedule_policy
 from vmplane.clouds.gcp.ids import gcp_ids
 from vmplane.clouds.gcp.instances import RUNNING_TIMEOUT, template_url, template_version
-from vmplane.clouds.gcp.operations import create, find, last_segment, remove, run
+from vmplane.clouds.gcp.operations import create, find, last_segment, patch_current, remove, run
 from vmplane.clouds.gcp.session import CALL_TIMEOUT, GcpClients
 from vmplane.clouds.waits import poll
 from vmplane.envspec.models import AsgPool
@@ -292,21 +292,24 @@ def patch(gcp: GcpClients, name: str, changes: Any, *, what: str) -> None:
     from google.cloud import compute_v1 as c
 
     client = gcp.compute("RegionInstanceGroupManagers")
-    create(
-        gcp,
-        "compute.regionInstanceGroupManagers.patch",
-        lambda rid: client.patch_unary(
-            request=c.PatchRegionInstanceGroupManagerRequest(
-                project=gcp.project,
-                region=gcp.region,
-                instance_group_manager=name,
-                instance_group_manager_resource=changes,
-                request_id=rid,
-            ),
-            timeout=CALL_TIMEOUT,
-        ),
-        what=what,
-    )
+
+    def get() -> Any:
+        return client.get(project=gcp.project, region=gcp.region, instance_group_manager=name, timeout=CALL_TIMEOUT)
+
+    def send(fingerprint: str, request_id: str) -> Any:
+        """The changes with the group's current fingerprint: Google refuses an update without it (412)."""
+        body = c.InstanceGroupManager(changes)
+        body.fingerprint = fingerprint
+        req = c.PatchRegionInstanceGroupManagerRequest(
+            project=gcp.project,
+            region=gcp.region,
+            instance_group_manager=name,
+            instance_group_manager_resource=body,
+            request_id=request_id,
+        )
+        return client.patch_unary(request=req, timeout=CALL_TIMEOUT)
+
+    patch_current(gcp, "compute.regionInstanceGroupManagers.patch", get, send, what=what)
 
 
 def roll(gcp: GcpClients, ctx: Context, pool_name: str) -> list[Any]:

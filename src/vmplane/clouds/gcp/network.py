@@ -158,6 +158,7 @@ def _ensure_subnetwork(gcp: GcpClients, ctx: Context, name: str, cidr: str) -> N
         )
     if not found.private_ip_google_access:  # drifted: VMs without external IPs need it to reach Google APIs
         body = compute_v1.SubnetworksSetPrivateIpGoogleAccessRequest(private_ip_google_access=True)
+        rid = new_request_id()  # once per call: a transient retry of it sends the same id
         run(
             gcp,
             "compute.subnetworks.setPrivateIpGoogleAccess",
@@ -167,7 +168,7 @@ def _ensure_subnetwork(gcp: GcpClients, ctx: Context, name: str, cidr: str) -> N
                     "region": region,
                     "subnetwork": name,
                     "subnetworks_set_private_ip_google_access_request_resource": body,
-                    "request_id": new_request_id(),
+                    "request_id": rid,
                 },
                 timeout=CALL_TIMEOUT,
             ),
@@ -232,6 +233,7 @@ def _ensure_router(gcp: GcpClients, ctx: Context, name: str, nat_name: str) -> N
     # The network goes along unchanged: it is required on the resource, and PATCH validates the whole of it.
     kept = [*(n for n in nats if n.name != nat_name), desired_nat(nat_name)]
     patch = compute_v1.Router(name=name, network=found.network, nats=kept)
+    rid = new_request_id()  # once per call: a transient retry of it sends the same id
     run(
         gcp,
         "compute.routers.patch",
@@ -241,7 +243,7 @@ def _ensure_router(gcp: GcpClients, ctx: Context, name: str, nat_name: str) -> N
                 "region": region,
                 "router": name,
                 "router_resource": patch,
-                "request_id": new_request_id(),
+                "request_id": rid,
             },
             timeout=CALL_TIMEOUT,
         ),

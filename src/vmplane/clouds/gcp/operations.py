@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from vmplane.clouds.deletes import TEARDOWN_TIMEOUT, delete
@@ -85,3 +86,28 @@ def _wait_once(gcp: GcpClients, op: Any) -> Any:
     method = f"compute.{kind[0].lower()}{kind[1:]}Operations.wait"
     name = op.name
     return gcp.call(method, lambda: client.wait(project=gcp.project, operation=name, timeout=CALL_TIMEOUT * 3, **scope))
+
+
+def patch_current(
+    gcp: GcpClients,
+    method: str,
+    get: Callable[[], Any],
+    send: Callable[[str, str], Any],
+    *,
+    what: str,
+) -> None:
+    """Read-modify-write of a fingerprinted resource (backend service, URL map, MIG): `send(fingerprint,
+    request_id)` makes the change with the fingerprint `get()` reads now. Google answers 412
+    conditionNotMet when it is missing or stale (someone changed the resource in between): read again
+    and send once more; a second 412 is a real conflict and is raised."""
+    from vmplane.clouds.errors import ConflictError
+
+    for attempt in (1, 2):
+        fingerprint = str(gcp.call(method.rsplit(".", 1)[0] + ".get", get).fingerprint)
+        request_id = new_request_id()
+        try:
+            run(gcp, method, partial(send, fingerprint, request_id), what=what)
+            return
+        except ConflictError as e:
+            if attempt == 2 or e.code != "conditionNotMet":
+                raise

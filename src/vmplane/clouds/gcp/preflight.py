@@ -10,7 +10,7 @@ from vmplane.clouds.base import Context
 from vmplane.clouds.errors import InvalidRequestError, NotFoundError
 from vmplane.clouds.gcp import conflicts, schedules
 from vmplane.clouds.gcp.ids import gcp_ids
-from vmplane.clouds.gcp.images import resolve_image
+from vmplane.clouds.gcp.images import lookup_image
 from vmplane.clouds.gcp.network import pick_zones
 from vmplane.clouds.gcp.session import CALL_TIMEOUT, GcpClients
 
@@ -35,9 +35,11 @@ def preflight(gcp: GcpClients, ctx: Context) -> None:
     images: dict[str, str] = {}
     for pool_name, pool in spec.pools.items():
         try:
-            images[pool_name] = resolve_image(gcp, pool.image)
+            found = lookup_image(gcp, pool.image)
         except InvalidRequestError as e:
             raise InvalidRequestError(f"pools.{pool_name}.image: {e}") from e
+        images[pool_name] = str(found.self_link)
+        check_disk_size(pool_name, pool.disk_gb, pool.image, int(found.disk_size_gb or 0))
     ids.Images = images
 
     types = gcp.compute("MachineTypes")
@@ -55,3 +57,13 @@ def preflight(gcp: GcpClients, ctx: Context) -> None:
     schedules.check_service_agent(gcp, ctx, str(project.get("projectNumber", "")))
     ctx.save()
     ctx.log(f"project {gcp.project}, zones {', '.join(infra.Zones)}, images resolved")
+
+
+def check_disk_size(pool_name: str, disk_gb: int, image: str, image_gb: int) -> None:
+    """Google refuses a boot disk smaller than its image ("Requested disk size cannot be smaller than the
+    image size"), and only when the instance template's VMs are created: refused here, before anything is."""
+    if image_gb and disk_gb < image_gb:
+        raise InvalidRequestError(
+            f"pools.{pool_name}.diskGb: {disk_gb} GB is smaller than the image {image} ({image_gb} GB); "
+            f"set diskGb to {image_gb} or more"
+        )

@@ -22,7 +22,7 @@ from vmplane.clouds.base import Context
 from vmplane.clouds.gcp import identity, ownership
 from vmplane.clouds.gcp.ids import gcp_ids
 from vmplane.clouds.gcp.inventory import is_ours, named_like
-from vmplane.clouds.gcp.operations import last_segment, run
+from vmplane.clouds.gcp.operations import last_segment, patch_current, run
 from vmplane.clouds.gcp.session import CALL_TIMEOUT, GcpClients, new_request_id
 from vmplane.clouds.tags import gcp_label_key
 
@@ -82,6 +82,9 @@ def retag(gcp: GcpClients, ctx: Context) -> None:
             # (required fields, the network reference), and the fingerprint guards a concurrent edit.
             body = type(r).deserialize(type(r).serialize(r))
             body.description = description
+            if collection == "backendServices":  # fingerprinted: read-modify-write, one retry on a 412 race
+                _patch_backend_service(gcp, api, r.name, description)
+                continue
             fields: dict[str, Any] = {"project": project, "request_id": new_request_id()}
             if collection == "firewalls":
                 fields |= {"firewall": r.name, "firewall_resource": body}
@@ -93,6 +96,18 @@ def retag(gcp: GcpClients, ctx: Context) -> None:
             run(gcp, f"compute.{collection}.patch", patch, what=f"description of {r.name}")
     count += _retag_service_account(gcp, ctx)
     ctx.log(f"tags updated on {count} resources: {', '.join(sorted(ctx.spec.tags)) or 'no user tags'}")
+
+
+def _patch_backend_service(gcp: GcpClients, api: Any, name: str, description: str) -> None:
+    get = partial(api.get, project=gcp.project, backend_service=name, timeout=CALL_TIMEOUT)
+
+    def send(fingerprint: str, request_id: str) -> Any:
+        body = gcp.call("compute.backendServices.get", get)  # the whole resource: PATCH validates all of it
+        body.description, body.fingerprint = description, fingerprint
+        request = {"project": gcp.project, "backend_service": name, "backend_service_resource": body}
+        return api.patch_unary(request={**request, "request_id": request_id}, timeout=CALL_TIMEOUT)
+
+    patch_current(gcp, "compute.backendServices.patch", get, send, what=f"description of {name}")
 
 
 def _retag_service_account(gcp: GcpClients, ctx: Context) -> int:

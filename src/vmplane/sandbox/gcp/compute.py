@@ -282,7 +282,9 @@ def patch(call: Call, kind: Kind, replace: bool = False, merged: bool = False) -
     check_fingerprint(call, kind.schema, resource, body)
     if body.get("name", resource["name"]) != resource["name"]:
         raise invalid(f"Invalid value for field 'resource.name': '{body['name']}'. The name cannot change.")
+    given = set(body)
     kind.refs(body, resolver(call))
+    body = {k: v for k, v in body.items() if k in given or v is not None}  # a field left out of a PATCH stays
     kept = {k: v for k, v in resource.items() if k in _OUTPUT_ONLY or k.startswith("_")}
     if replace or merged:
         body = merge(resource, body) if merged else body

@@ -75,6 +75,10 @@ def template(name: str = "t1", **props: Any) -> Step:
     return post("/global/instanceTemplates", {"name": name, "properties": properties})
 
 
+def group(name: str = "g1") -> Step:
+    return post(f"/zones/{ZONE}/instanceGroups", {"name": name, "network": "global/networks/n1"})
+
+
 def mig(name: str = "m1", **extra: Any) -> Step:
     body = {"name": name, "baseInstanceName": name, "instanceTemplate": "global/instanceTemplates/t1", "targetSize": 0}
     return post(f"/regions/{REGION}/instanceGroupManagers", {**body, **extra})

@@ -8,7 +8,7 @@ from typing import Any
 
 from vmplane.sandbox.gcp.compute import Call
 from vmplane.sandbox.gcp.rules import bad, body, rule
-from vmplane.sandbox.gcp.rules.examples import LB, bs, cert, hc, https_proxy, net, rule_, sub
+from vmplane.sandbox.gcp.rules.examples import LB, bs, cert, group, hc, https_proxy, net, rule_, sub
 from vmplane.sandbox.gcp.rules.examples import urlmap as url_map
 from vmplane.sandbox.gcp.store import parse_ref
 
@@ -222,7 +222,7 @@ for _id, _methods, _summary, _source, _example, _check in (
         _BS,
         "a backend's capacityScaler outside 0 or 0.1..1, maxUtilization outside 0..1, or the same group twice",
         _REF + "backendServices",
-        (*_CHAIN, bs(backends=[{"group": "zones/us-central1-a/instanceGroups/g", "capacityScaler": 1.5}])),
+        (*_CHAIN, group(), bs(backends=[{"group": "zones/us-central1-a/instanceGroups/g1", "capacityScaler": 1.5}])),
         _bs_backends,
     ),
     (

@@ -85,7 +85,7 @@ rule(
     "a zonal method on a zone that does not exist (zones.get alone answers 404)",
     "https://github.com/inspec/inspec-gcp/issues/301",
     "400 invalid",
-    "404 notFound",
+    "200 with no items",
     (Step("GET", P + "/zones/us-central1-z/instances"),),
     _unknown_zone,
 )
