@@ -31,10 +31,11 @@ class GcpFaults:
     def __init__(self, injector: Injector) -> None:
         self.faults = injector
 
-    def before(self, http: str, path: str, user_agent: str = "") -> None:
-        """Raise the fault this request meets, if any, before the sandbox handles it."""
+    def before(self, http: str, path: str, headers: dict[str, str]) -> None:
+        """Raise the fault this request meets, if any, before the sandbox handles it. google-api-core's REST
+        clients put their ClientInfo in `x-goog-api-client`, httplib2's in `user-agent`: either may opt out."""
         f = self.faults
-        if NO_FAULTS_AGENT in user_agent:
+        if any(NO_FAULTS_AGENT in headers.get(h, "") for h in ("user-agent", "x-goog-api-client")):
             return
         if f.throttled("gcp"):
             f.record("gcp", "throttle", f"{http} {path}", "rateLimitExceeded")

@@ -92,7 +92,7 @@ class GcpSandbox:
         self, http: str, path: str, raw_query: dict[str, list[str]], body: Any, raw: bytes, headers: dict[str, str]
     ) -> Any:
         if self.faults is not None:
-            self.faults.before(http, path, headers.get("user-agent", ""))
+            self.faults.before(http, path, headers)
         try:
             method, params = self.discovery.route(http, path)
         except ApiError as e:
