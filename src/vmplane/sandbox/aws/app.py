@@ -54,6 +54,7 @@ class StrictLayer:
                 self.rules.setdefault((rule.service, op), []).append(rule)
         self.refusals: Counter[str] = Counter()
         self.passed: Counter[str] = Counter()  # requests not understood, by reason (logged once each)
+        self.checked: Counter[str] = Counter()  # requests parsed and checked, by service
         self._lock = threading.Lock()
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
@@ -72,6 +73,8 @@ class StrictLayer:
             self._pass("not a checked service's operation")
             return self.app(environ, start_response)
         fault, rule_id = self.refusal(parsed)
+        with self._lock:
+            self.checked[parsed.request.service] += 1
         if fault is None:
             return self.app(environ, start_response)
         with self._lock:
@@ -94,7 +97,10 @@ class StrictLayer:
         req = parsed.request
         violations = model.check(parsed.operation.input_shape, req.params)
         if violations:
-            return errors.validation_fault(req.service, violations), f"{req.service}.model.{violations[0].kind}"
+            payload = parsed.operation.input_shape.serialization.get("payload")
+            return errors.validation_fault(
+                req.service, violations, payload
+            ), f"{req.service}.model.{violations[0].kind}"
         for rule in self.rules.get((req.service, req.operation), ()):
             try:
                 fault = rule.check(req)
@@ -117,6 +123,7 @@ class StrictLayer:
             data = {
                 "lenient": self.lenient,
                 "refusals": dict(self.refusals),
+                "checked": dict(self.checked),
                 "passed": dict(self.passed),
                 "rules": sum(len(v) for v in self.rules.values()),
                 "patterns_skipped": patterns.skipped(),
@@ -156,7 +163,10 @@ def build_app(wrappers: Sequence[Wrapper] = (), lenient: bool | None = None) -> 
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 
     moto: WsgiApp = DomainDispatcherApplication(create_backend_app)
-    app: WsgiApp = StrictLayer(moto, _catalogue(), lenient_from_env() if lenient is None else lenient)
+    strict = StrictLayer(moto, _catalogue(), lenient_from_env() if lenient is None else lenient)
+    if not strict.lenient:
+        threading.Thread(target=request.preload, name="aws-models", daemon=True).start()
+    app: WsgiApp = strict
     for wrap in wrappers:
         app = wrap(app)
     return app

@@ -19,7 +19,8 @@ from vmplane.sandbox.aws.rule import AwsFault
 #   https://docs.aws.amazon.com/IAM/latest/APIReference/CommonErrors.html. JSON and REST-JSON services:
 #   ValidationException (https://docs.aws.amazon.com/acm/latest/APIReference/CommonErrors.html).
 #   Route 53: InvalidInput (https://docs.aws.amazon.com/Route53/latest/APIReference/API_ChangeResourceRecordSets.html).
-#   S3: InvalidArgument (https://docs.aws.amazon.com/AmazonS3/latest/API/ErrorResponses.html).
+#   S3 is no Coral service: a body its schema refuses is MalformedXML, a header or query value InvalidArgument
+#   (https://docs.aws.amazon.com/AmazonS3/latest/API/ErrorResponses.html).
 VALIDATION_CODE = {
     "elbv2": "ValidationError",
     "autoscaling": "ValidationError",
@@ -44,8 +45,9 @@ def _shown(value: Any) -> str:
     return f"'{value}'"
 
 
-def validation_fault(service: str, violations: Sequence[Violation]) -> AwsFault:
-    """The one fault AWS answers for all of a request's model violations."""
+def validation_fault(service: str, violations: Sequence[Violation], body_member: str | None = None) -> AwsFault:
+    """The one fault AWS answers for all of a request's model violations (`body_member`: the input's
+    payload member, for S3, which answers for its XML body otherwise than for headers)."""
     if service == "ec2":
         first = violations[0]  # EC2 names one parameter per answer
         missing = next((v for v in violations if v.kind == "required"), None)
@@ -56,6 +58,12 @@ def validation_fault(service: str, violations: Sequence[Violation]) -> AwsFault:
             f"Value ({first.value}) for parameter {first.wire_path} is invalid. {first.constraint}",
         )
     n = len(violations)
+    if service == "s3" and body_member is not None and violations[0].names[:1] == (body_member,):
+        return AwsFault(
+            "MalformedXML",
+            "The XML you provided was not well-formed or did not validate against our published schema "
+            f"({violations[0].coral_path}: {violations[0].constraint})",
+        )
     details = "; ".join(
         f"Value {_shown(v.value)} at '{v.coral_path}' failed to satisfy constraint: {v.constraint}" for v in violations
     )
