@@ -48,6 +48,24 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
     control.stop(settings)
 
 
+FAULT_PROFILE = Path(__file__).parent / "fixtures" / "faults" / "ci.jsonc"
+
+
+@pytest.fixture(scope="session")
+def faulty_sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
+    """A second sandbox, started under tests/fixtures/faults/ci.jsonc (every fault on, seed fixed): for the
+    lifecycles and sweeps that must survive what the real clouds send. `Cli(home, faulty_sandbox.port)`."""
+    from vmplane.sandbox import control
+    from vmplane.settings import Settings
+
+    home = tmp_path_factory.mktemp("faulty-sandbox-home")
+    settings = Settings(home=home, sandbox_port=free_port(), gcp_sandbox_port=free_port())
+    info = control.start(settings, FAULT_PROFILE)
+    SESSION_GCP_PORTS[info.port] = settings.gcp_sandbox_port
+    yield Sandbox(port=info.port, home=home, gcp_port=settings.gcp_sandbox_port)
+    control.stop(settings)
+
+
 @pytest.fixture
 def cli(tmp_path: Path, sandbox: Sandbox) -> Cli:
     return Cli(home=tmp_path / "home", sandbox_port=sandbox.port, gcp_port=sandbox.gcp_port)

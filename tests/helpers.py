@@ -17,8 +17,25 @@ from typing import Any
 from tests import forkserver
 from tests.forkserver import Forked
 
+from vmplane.sandbox.faults import NO_FAULTS_AGENT
+
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
+
+
+def inspection_client_info() -> Any:
+    """google-api-core's client info for the tests' own inspection clients: never faulted (sandbox/faults.py)."""
+    from google.api_core.gapic_v1.client_info import ClientInfo
+
+    return ClientInfo(user_agent=NO_FAULTS_AGENT)
+
+
+def inspection_http(credentials: Any) -> Any:
+    """An authorized httplib2 for googleapiclient's inspection clients, saying NO_FAULTS_AGENT."""
+    import google_auth_httplib2
+    from googleapiclient.http import build_http, set_user_agent
+
+    return set_user_agent(google_auth_httplib2.AuthorizedHttp(credentials, http=build_http()), NO_FAULTS_AGENT)
 
 
 def free_port() -> int:
@@ -54,6 +71,7 @@ class Sandbox:
             credentials=AnonymousCredentials(),
             client_options=ClientOptions(api_endpoint=self.gcp_endpoint),
             transport="rest",
+            client_info=inspection_client_info(),
         )
 
     def gcp_discovery(self, api: str, version: str = "v1") -> Any:
@@ -64,7 +82,7 @@ class Sandbox:
         return build(
             api,
             version,
-            credentials=AnonymousCredentials(),
+            http=inspection_http(AnonymousCredentials()),
             static_discovery=True,
             client_options={"api_endpoint": self.gcp_endpoint},
         )
@@ -80,6 +98,7 @@ class Sandbox:
 
     def client(self, service: str, region: str = "us-east-1") -> Any:
         import boto3
+        from botocore.config import Config
 
         return boto3.client(
             service,
@@ -87,6 +106,7 @@ class Sandbox:
             region_name=region,
             aws_access_key_id="testing",
             aws_secret_access_key="testing",
+            config=Config(user_agent_extra=NO_FAULTS_AGENT),  # inspection is never faulted (sandbox/faults.py)
         )
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tests.helpers import inspection_client_info, inspection_http
+
 PROJECT = "vmplane-sandbox"
 REGION = "us-central1"
 
@@ -55,6 +57,7 @@ class Gcp:
                 credentials=AnonymousCredentials(),
                 client_options=ClientOptions(api_endpoint=self.endpoint),
                 transport="rest",
+                client_info=inspection_client_info(),  # never faulted under a fault profile
             )
         return self._clients[name]
 
@@ -67,7 +70,7 @@ class Gcp:
             self._clients[key] = discovery.build(
                 name,
                 version,
-                credentials=AnonymousCredentials(),
+                http=inspection_http(AnonymousCredentials()),
                 static_discovery=True,
                 cache_discovery=False,
                 client_options={"api_endpoint": self.endpoint},

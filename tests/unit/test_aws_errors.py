@@ -33,7 +33,8 @@ def client_error(code: str, status: int = 400, message: str = "boom", operation:
         ("RouteAlreadyExists", 400, e.ConflictError, False),
         ("IncorrectState", 400, e.ConflictError, False),
         ("VpcLimitExceeded", 400, e.QuotaError, False),
-        ("InsufficientInstanceCapacity", 400, e.QuotaError, False),
+        # EC2 answers a stock-out with HTTP 500: a capacity error, not a transient 5xx (was TransientError).
+        ("InsufficientInstanceCapacity", 500, e.CapacityError, False),
         ("UnauthorizedOperation", 403, e.AuthError, False),
         ("ExpiredToken", 400, e.AuthError, False),
         ("InvalidAction", 400, e.UnsupportedError, False),
@@ -148,3 +149,15 @@ def test_translate_classifies_service_specific_spellings(code, message, operatio
 def test_in_use_is_not_a_conflict():
     # Callers retry DependencyViolationError; a ConflictError (already exists) must never be retried.
     assert not isinstance(translate(client_error("ResourceInUse")), e.ConflictError)
+
+
+def test_a_capacity_error_keeps_awss_sentence_and_adds_the_fix() -> None:
+    """The 500 answer AWS sends (https://github.com/galaxyproject/cloudman/issues/64): the zone it names and
+    vmplane's fix are both in the message; not retryable (the old driver retried it for two minutes)."""
+    said = (
+        "We currently do not have sufficient c4.4xlarge capacity in the Availability Zone you requested "
+        "(us-east-1c). Our system will be working on provisioning additional capacity."
+    )
+    err = translate(client_error("InsufficientInstanceCapacity", 500, said))
+    assert isinstance(err, e.CapacityError) and not err.retryable
+    assert "(us-east-1c)" in str(err) and e.CAPACITY_FIX in str(err)

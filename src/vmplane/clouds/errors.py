@@ -109,3 +109,20 @@ def endpoint_name(url: str) -> str:
         return url.split("?", 1)[0]
     port = f":{parts.port}" if parts.port else ""
     return f"{parts.scheme}://{parts.hostname}{port}{parts.path}"
+
+
+class CapacityError(QuotaError):
+    """The zone has no capacity for the instance type now (a stock-out): not retried, since it lasts
+    minutes to hours; the message names the zone and the fix."""
+
+
+CAPACITY_FIX = (
+    "the job failed and resumes where it stopped: run `vmplane apply` again later, or choose another "
+    "instance type for the pool (pools.<name>.instanceType) or another zone"
+)
+
+
+def capacity_error(message: str, *, code: str, operation: str | None, zone: str | None) -> CapacityError:
+    """The cloud's own sentence (it names the zone), the zone again if it did not, and the fix."""
+    where = "" if not zone or zone in message else f" (zone {zone})"
+    return CapacityError(f"{message.rstrip()}{where}; {CAPACITY_FIX}", code=code, operation=operation)

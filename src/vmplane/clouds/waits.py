@@ -97,3 +97,16 @@ def note_retry(endpoint: str, why: str, attempt: int, *, deadline: float | None 
     else:
         bound = f" of {of}" if of else ""
     log.warning("retrying %s: %s (attempt %d%s)", endpoint, why, attempt, bound)
+
+
+# How long a resource just created may stay unknown to reads ("not found yet"): EC2's eventual consistency
+# (https://docs.aws.amazon.com/ec2/latest/devguide/eventual-consistency.html) and a read racing an insert.
+NOT_YET_TIMEOUT = 60.0
+
+
+def read_after_create(call: Callable[[], T], *, what: str, timeout: float = NOT_YET_TIMEOUT) -> T:
+    """A read of something this job has just created: a NotFound means "not yet" and is retried, to a
+    deadline (past it, the resource is really not there, and the NotFound becomes a DeadlineExceededError)."""
+    from vmplane.clouds.errors import NotFoundError
+
+    return retry(call, what=what, timeout=timeout, retry_on=(NotFoundError,))

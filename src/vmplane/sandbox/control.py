@@ -14,6 +14,7 @@ import urllib.error
 import urllib.request
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from vmplane.clouds.errors import UnsupportedError
 from vmplane.envspec.base import Cloud
@@ -36,6 +37,7 @@ class SandboxInfo:
     pid: int | None = None
     started_at: float | None = None
     gcp_port: int | None = None
+    faults: dict[str, Any] | None = None  # the fault profile in use (faults.Profile.summary), if any
 
     @property
     def endpoint(self) -> str:
@@ -90,22 +92,35 @@ def _both(settings: Settings) -> bool:
 
 def status(settings: Settings) -> SandboxInfo:
     port = settings.sandbox_port
-    pid = started = None
+    pid = started = faults = None
     state = _state_file(settings)
     if state.exists():
         try:
             data = json.loads(state.read_text())
             if data.get("port") == port:
-                pid, started = data.get("pid"), data.get("started_at")
+                pid, started, faults = data.get("pid"), data.get("started_at"), data.get("faults")
         except (OSError, ValueError):
             pass
     gcp = settings.gcp_sandbox_port
-    return SandboxInfo(running=_both(settings), port=port, pid=pid, started_at=started, gcp_port=gcp)
+    return SandboxInfo(running=_both(settings), port=port, pid=pid, started_at=started, gcp_port=gcp, faults=faults)
 
 
-def start(settings: Settings) -> SandboxInfo:
+def start(settings: Settings, faults: Path | None = None) -> SandboxInfo:
+    """Start the sandbox unless it runs; with `faults`, under that fault profile (sandbox/faults.py).
+    Without `faults`, a running sandbox is taken as it is, whatever profile it has."""
+    profile = None
+    if faults is not None:
+        from vmplane.sandbox.faults import load
+
+        profile = load(faults).summary()  # a bad file fails here, naming the file and field
     current = status(settings)
     if current.running:
+        if faults is not None and current.faults != profile:
+            running = f"fault profile {current.faults['file']}" if current.faults else "no fault profile"
+            raise SandboxError(
+                f"the sandbox is already running with {running}; stop it first "
+                f"(vmplane sandbox stop), then vmplane sandbox start --faults {faults}"
+            )
         return current
     if _answers(settings.sandbox_port) and current.pid:
         raise SandboxError(
@@ -125,6 +140,7 @@ def start(settings: Settings) -> SandboxInfo:
             str(settings.sandbox_port),
             "--gcp-port",
             str(settings.gcp_sandbox_port),
+            *(["--faults", str(faults.resolve())] if faults is not None else []),
         ],
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -151,11 +167,18 @@ def start(settings: Settings) -> SandboxInfo:
         pid=proc.pid,
         started_at=time.time(),
         gcp_port=settings.gcp_sandbox_port,
+        faults=profile,
     )
     from vmplane.sandbox.seed import seed
 
     seed(info.endpoint)
-    record = {"pid": proc.pid, "port": info.port, "gcp_port": info.gcp_port, "started_at": info.started_at}
+    record = {
+        "pid": proc.pid,
+        "port": info.port,
+        "gcp_port": info.gcp_port,
+        "started_at": info.started_at,
+        "faults": profile,
+    }
     _state_file(settings).write_text(json.dumps(record))
     return info
 
@@ -193,3 +216,13 @@ def reset(settings: Settings) -> SandboxInfo:
 
     seed(current.endpoint)  # the account's domain comes back, as after `start`
     return current
+
+
+def fault_report(info: SandboxInfo) -> dict[str, Any]:
+    """What a fault profile has injected so far, per sandbox: {"aws": {...}, "gcp": {...}}, each with
+    `profile`, `tally` ("<cloud>.<fault>" -> count) and the latest `events`."""
+    out: dict[str, Any] = {}
+    for cloud, url in (("aws", info.endpoint), ("gcp", info.gcp_endpoint)):
+        with urllib.request.urlopen(f"{url}/_sandbox/faults", timeout=10) as r:
+            out[cloud] = json.loads(r.read())
+    return out

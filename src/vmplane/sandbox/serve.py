@@ -20,6 +20,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m vmplane.sandbox.serve")
     parser.add_argument("--port", type=int, required=True, help="moto's port (AWS)")
     parser.add_argument("--gcp-port", type=int, default=None, help="the Google Cloud sandbox's port")
+    parser.add_argument("--faults", default=None, help="a fault profile (sandbox/faults.py) for both sandboxes")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # moto's per-request lines, as before
@@ -28,12 +29,24 @@ def main() -> None:
     # moto marks a DNS-validated certificate ISSUED once this many seconds have passed (it never looks
     # at the validation record). AWS takes minutes after the record exists; the sandbox does not wait.
     os.environ["MOTO_ACM_VALIDATION_WAIT"] = "0"
+    injector = None
+    if args.faults:
+        from pathlib import Path
+
+        from vmplane.sandbox.faults import Injector, load
+
+        injector = Injector(load(Path(args.faults)))
+        logging.getLogger("vmplane.sandbox").info("fault profile %s", injector.profile.summary())
     gcp = None
     if args.gcp_port:
         from vmplane.sandbox.gcp.server import GcpSandbox
 
         started = time.perf_counter()
         gcp = GcpSandbox(args.gcp_port)
+        if injector is not None:
+            from vmplane.sandbox.faults_gcp import GcpFaults
+
+            gcp.faults = GcpFaults(injector)
         gcp.start()
         logging.getLogger("vmplane.sandbox").info(
             "Google Cloud sandbox on 127.0.0.1:%d in %.3fs (discovery %s)",
@@ -50,6 +63,10 @@ def main() -> None:
     moto_speed.install()  # same answers; a describe no longer scans every tag of the region per resource
     # More middlewares (a fault profile) wrap the strict layer from outside: see build_app.
     wrappers: list[Wrapper] = []
+    if injector is not None:
+        from vmplane.sandbox.faults_aws import AwsFaults
+
+        wrappers.append(lambda inner: AwsFaults(inner, injector))
     app = build_app(wrappers)
     server = make_server("127.0.0.1", args.port, app, threaded=True, request_handler=MotoRequestHandler)
     threading.Thread(target=server.serve_forever, name="aws-sandbox", daemon=True).start()

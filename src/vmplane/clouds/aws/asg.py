@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from vmplane.clouds.aws import naming
 from vmplane.clouds.aws.errors import aws_call, aws_errors
-from vmplane.clouds.aws.instances import RUNNING_TIMEOUT, record_instance
+from vmplane.clouds.aws.instances import RUNNING_TIMEOUT, call_retrying_profile, record_instance
 from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.aws.tags import owned_by, tag_owner
 from vmplane.clouds.base import Context, Tagger
@@ -89,8 +89,9 @@ def ensure_asg_pool(
                 f"/ max {update['MaxSize']}"
             )
     else:
-        aws_call(
+        call_retrying_profile(  # an instance profile IAM made seconds ago is refused for a while
             asg.create_auto_scaling_group,
+            f"create auto scaling group {name}",
             AutoScalingGroupName=name,
             # $Latest: a new template version applies to instances launched from now on; running ones are
             # replaced only by `vmplane rotate` (an instance refresh), never silently. Pinned: even new

@@ -4,6 +4,7 @@ building a session or a client)."""
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
@@ -93,6 +94,9 @@ _IN_USE = {
     "InvalidIPAddress.InUse",
     "ScalingActivityInProgress",
 }
+# A stock-out in the zone: EC2 answers it with HTTP 500, so it must be told apart before the 5xx rule.
+# https://docs.aws.amazon.com/AWSEC2/latest/APIReference/errors-overview.html (a server error code)
+_CAPACITY = {"InsufficientInstanceCapacity", "InsufficientHostCapacity", "InsufficientCapacity"}
 # Codes whose resource has not appeared *yet* (eventual consistency right after a create):
 # an instance whose SSM agent has not registered is InvalidInstanceId to SendCommand.
 _NOT_YET = {"InvalidInstanceId"}
@@ -104,7 +108,6 @@ _QUOTA = {
     "AddressLimitExceeded",
     "VpcLimitExceeded",
     "InstanceLimitExceeded",
-    "InsufficientInstanceCapacity",
     "NatGatewayLimitExceeded",
 }
 
@@ -129,6 +132,9 @@ def translate(err: ClientError) -> e.CloudError:
         )
     if code in _AUTH:
         return e.AuthError(message, code=code, operation=op)
+    if code in _CAPACITY:
+        zone = re.search(r"\(([a-z]{2}-[a-z]+-\d[a-z])\)", message)
+        return e.capacity_error(message, code=code, operation=op, zone=zone.group(1) if zone else None)
     if code in _THROTTLE or status >= 500:
         return e.TransientError(message, code=code, operation=op)
     if "NotFound" in code or code in _NOT_FOUND or _missing_by_message(code, message):

@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from vmplane.bootstrap.cloudinit import SENTINEL_CHECK_COMMAND
 from vmplane.clouds.aws import exec as aws_exec
@@ -22,6 +23,8 @@ from vmplane.clouds.errors import (
 from vmplane.clouds.waits import poll, retry
 from vmplane.envspec.models import FixedPool
 from vmplane.state import VMRecord, VMState
+
+T = TypeVar("T")
 
 LIVE_STATES = ["pending", "running", "stopping", "stopped"]
 STOPPED_STATES = ("stopping", "stopped")
@@ -106,9 +109,26 @@ def profile_not_yet_visible(err: InvalidRequestError) -> bool:
     consistent, so EC2 may not see it yet, and a retry succeeds. AWS reports it as InvalidParameterValue,
     which also covers parameters that are really wrong; the message names the parameter, so it narrows
     the code down (and is all there is when an endpoint sends no code)."""
-    if err.code not in ("InvalidParameterValue", None, "Unknown"):
+    # CreateAutoScalingGroup says it as ValidationError ("You must use a valid fully-formed launch
+    # template. Value (p) for parameter iamInstanceProfile.name is invalid"): github.com/eksctl-io/eksctl/issues/8039.
+    if err.code not in ("InvalidParameterValue", "ValidationError", None, "Unknown"):
         return False
     return "iaminstanceprofile" in str(err.args[0]).lower().replace(" ", "")
+
+
+def call_retrying_profile(fn: Callable[..., T], what: str, /, **kwargs: object) -> T:
+    """One call that names an instance profile (directly or through its launch template), retried while
+    EC2 does not see the profile yet (profile_not_yet_visible), to IAM_PROPAGATION_TIMEOUT."""
+
+    def attempt() -> T:
+        try:
+            return aws_call(fn, **kwargs)
+        except InvalidRequestError as err:
+            if profile_not_yet_visible(err):
+                raise TransientError(str(err), code=err.code, operation=err.operation) from err
+            raise
+
+    return retry(attempt, what=what, timeout=IAM_PROPAGATION_TIMEOUT)
 
 
 def run_instance(

@@ -18,6 +18,7 @@ import botocore.session
 from botocore.config import Config
 from botocore.exceptions import ProfileNotFound
 
+from vmplane.clouds.aws.consistency import RecentIds
 from vmplane.clouds.aws.errors import BAD_CREDENTIALS, aws_errors, profile_not_found
 from vmplane.clouds.base import count_call
 from vmplane.clouds.errors import endpoint_name, unreachable_reason
@@ -133,7 +134,10 @@ def _say_retry(response: Any = None, caught_exception: Any = None, attempts: int
     if caught_exception is not None:
         why = type(caught_exception).__name__
     elif response is not None and response[0].status_code in _RETRIED_STATUS:
-        why = f"HTTP {response[0].status_code} {_code_of(response[0].status_code, response[1])[0]}"
+        code, throttled = _code_of(response[0].status_code, response[1])
+        if throttled:  # EC2 throttles with a 503: routine backoff too
+            return
+        why = f"HTTP {response[0].status_code} {code}"
     else:
         return
     url = kw.get("request_dict", {}).get("url", "")
@@ -234,6 +238,10 @@ class AwsClients:
                 with aws_errors():  # e.g. a profile whose config is unusable
                     c = self._session.client(service, endpoint_url=self.target.endpoint_url, config=_BOTO_CONFIG)
                 c.meta.events.register_first("needs-retry", _fail_fast)
+                if service == "ec2":  # ids unknown for a moment after their create (consistency.py)
+                    recent = RecentIds()
+                    c.meta.events.register("after-call.*.*", recent.after_call)
+                    c.meta.events.register_first("needs-retry", recent.needs_retry)
                 c.meta.events.register("before-call.*.*", _count_call)
                 c.meta.events.register("needs-retry", _note_attempt)
                 c.meta.events.register("needs-retry", _say_retry)

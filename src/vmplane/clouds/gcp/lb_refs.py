@@ -18,6 +18,7 @@ from vmplane.clouds.errors import ConflictError, InvalidRequestError
 from vmplane.clouds.gcp import operations
 from vmplane.clouds.gcp.ownership import owned_by, owner_of
 from vmplane.clouds.gcp.session import CALL_TIMEOUT, GcpClients
+from vmplane.clouds.waits import read_after_create
 from vmplane.envspec.models import LoadBalancer
 
 # Google's health checkers and the GFE proxies of the global external Application Load Balancer.
@@ -71,7 +72,7 @@ def ensure(
     if found is not None:
         return found, False
     operations.create(gcp, f"compute.{collection}.insert", insert, what=f"create {name}")
-    return gcp.call(f"compute.{collection}.get", get), True
+    return read_after_create(lambda: gcp.call(f"compute.{collection}.get", get), what=f"read {name} back"), True
 
 
 def ensure_global(

@@ -15,7 +15,7 @@ import threading
 import traceback
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vmplane.sandbox.gcp import (  # noqa: F401 - importing a family registers its handlers
     compute_autoscalers,
@@ -40,6 +40,9 @@ from vmplane.sandbox.gcp.errors import ApiError
 from vmplane.sandbox.gcp.schema import check_request, check_response
 from vmplane.sandbox.gcp.store import State
 
+if TYPE_CHECKING:
+    from vmplane.sandbox.faults_gcp import GcpFaults
+
 log = logging.getLogger(__name__)
 
 
@@ -50,6 +53,7 @@ class GcpSandbox:
         self.state = State()
         self.discovery = disc.get()
         rules.load()
+        self.faults: GcpFaults | None = None  # a fault profile's hook (sandbox/faults_gcp.py), if started with one
         self.httpd = ThreadingHTTPServer((host, port), _handler_class(self))
         self.httpd.daemon_threads = True
         self._thread = threading.Thread(target=self.httpd.serve_forever, name="gcp-sandbox", daemon=True)
@@ -73,6 +77,8 @@ class GcpSandbox:
         raw_query = urllib.parse.parse_qs(url.query, keep_blank_values=True)
         with self.state.lock:
             try:
+                if url.path == "/_sandbox/faults":
+                    return 200, self.faults.faults.report() if self.faults else {"profile": None, "tally": {}}
                 if url.path.startswith("/_sandbox/"):
                     return 200, control.handle(self, http, url.path, raw_query, body)
                 return 200, self._google(http, url.path, raw_query, body, raw, headers or {})
@@ -85,6 +91,8 @@ class GcpSandbox:
     def _google(
         self, http: str, path: str, raw_query: dict[str, list[str]], body: Any, raw: bytes, headers: dict[str, str]
     ) -> Any:
+        if self.faults is not None:
+            self.faults.before(http, path, headers)
         try:
             method, params = self.discovery.route(http, path)
         except ApiError as e:
@@ -113,6 +121,8 @@ class GcpSandbox:
         result = fn(call)
         if paging.pages(method) and isinstance(result, dict):
             result = paging.paginate(self.state, query, result)
+        if self.faults is not None:
+            self.faults.after(self.state, method.id, result)
         if method.response and not isinstance(result, storage_media.Raw):
             check_response(api.schemas, method.response, result)
         return result
