@@ -8,8 +8,13 @@ destroy of what it converged to (tests/integration/sweep_cases.py), on a fake cl
 The call lists are the clean reference run's, read from the per-step API-call tally the job records
 (`steps[].apiCalls`, names from `session.call_name`); `test_the_pve_sweep_covers_every_mutating_call`
 fails when they drift, printing the lists to paste. The hook is `VMPLANE_TEST_HANG_AFTER_CALL="POST
-/nodes/{node}/qemu/{vmid}/clone"` (clouds/faults.py), honoured only against a loopback endpoint. SDN
-objects are not stored by fakepve: the snapshot replays the SDN requests into what a cluster would hold.
+/nodes/{node}/qemu/{vmid}/clone"` (clouds/faults.py), honoured only against a loopback endpoint.
+
+The fake is the tests' fakepve (fakecluster.serve): SDN objects stored, `resize` applied, and tasks that
+take time (a clone 0.3 s), so the kill after `POST .../clone` lands while the clone task still runs (the
+VM exists, locked `clone`, its disk not yet there) and the kill after `PUT .../resize` lands with the
+resize task running or just done: the resumed run must wait for the lock and not grow the disk twice. The
+snapshot lists the disk volumes on the storages (with their sizes), so a leaked or ungrown disk fails.
 """
 
 from __future__ import annotations
@@ -143,7 +148,8 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Reference]:
         assert applied["status"] == "succeeded", applied["error"]
         snap = snapshot(serving, env_file, applied["id"])
         # What every case must reach: one of each, so an empty cluster can never pass for converged.
-        assert [len(snap[k]) for k in ("vms", "pools", "groups", "isos")] == [1, 1, 1, 1], snap
+        assert [len(snap[k]) for k in ("vms", "pools", "groups", "isos", "volumes")] == [1, 1, 1, 1, 1], snap
+        assert snap["volumes"][0]["size"] == str(20 * 1024**3), snap["volumes"]  # grown to the example's diskGb
         assert [len(snap["sdn"][k]) for k in ("zones", "vnets", "subnets")] == [1, 1, 1], snap["sdn"]
         destroyed = cli.json("destroy", "-f", str(env_file), "--yes")
         assert destroyed["status"] == "deleted", destroyed["error"]

@@ -12,7 +12,7 @@ from typing import Any
 
 from vmplane.clouds.base import Context
 from vmplane.clouds.deletes import TEARDOWN_TIMEOUT
-from vmplane.clouds.errors import ConflictError, InvalidRequestError
+from vmplane.clouds.errors import CloudError, ConflictError, InvalidRequestError
 from vmplane.clouds.proxmox import naming, vms
 from vmplane.clouds.proxmox.ids import pve_ids
 from vmplane.clouds.proxmox.readiness import wait_bootstrapped, wait_running
@@ -183,6 +183,16 @@ def delete_vms(pve: Pve, ctx: Context) -> None:
         first=0.1,
         cap=10,
     )
+    # Looked for again before the record of VMIDs and ISOs goes: a delete answered as done (or taken as
+    # "already gone") while the volume stays would otherwise leave an ISO no later scan can name. The
+    # record is kept, so the leftover scan finds it and a re-run of this step deletes it again.
+    left = vms.isos_listed(pve, isos)
+    if left:
+        raise CloudError(
+            f"{len(left)} NoCloud ISOs are still on the cluster after their delete: {', '.join(left)}; "
+            "run the destroy again (or delete them on the node's storage)",
+            code="IsoNotDeleted",
+        )
     infra.VMs, ids.Vmids, ids.Isos = [], {}, {}
     ctx.save()
     ctx.log(f"destroyed {len(targets)} VMs and {removed} NoCloud ISOs")

@@ -181,6 +181,16 @@ def delete_iso(pve: Pve, node: str, volid: str) -> bool:
     )
 
 
+def isos_listed(pve: Pve, volids: set[str]) -> list[str]:
+    """Which of `volids` some node's copy of their storage still lists, sorted."""
+    found: set[str] = set()
+    for node in pve.nodes:
+        for storage in sorted({v.split(":", 1)[0] for v in volids}):
+            listed = {c.get("volid") for c in pve.get(f"nodes/{node}/storage/{storage}/content", content="iso") or []}
+            found |= volids & listed
+    return sorted(found)
+
+
 def delete_isos_named(pve: Pve, volids: set[str]) -> int:
     """The ISOs on every node's copy of their storage (a file storage is per node unless shared)."""
     removed = 0
