@@ -29,6 +29,7 @@ import pytest
 from tests.integration.sweep_cases import Reference, assert_cases, killed_apply_then_killed_destroy, paired_params
 from tests.proxmox.fakecluster import Serving, serve
 from tests.proxmox.guest import GuestPlayer
+from tests.proxmox.privileges_kit import grant_readme_privileges
 from tests.proxmox.pve_cli import PveCli, pve_cli, write_pve_env
 from tests.proxmox.pve_view import cluster_state
 
@@ -122,6 +123,7 @@ def remaining(snap: dict[str, Any]) -> dict[str, Any]:
 def _cluster(pki: Path) -> Iterator[tuple[Serving, GuestPlayer]]:
     pki.mkdir(exist_ok=True)
     with serve(pki) as serving:
+        grant_readme_privileges(serving)  # the token holds exactly the README's privileges
         player = GuestPlayer(serving).start()
         try:
             yield serving, player

@@ -1,7 +1,8 @@
 """Issue 15's acceptance through the real CLI: examples/proxmox.jsonc applied against fakepve to
 `succeeded` with the 7 steps, the cluster read back with proxmoxer (full clones in the env's pool, started,
 tagged, behind the firewall, the SDN subnet with SNAT as requested), readiness and `vmplane exec` through
-the guest agent, and a destroy after which nothing of the job is left. No output or record holds the
+the guest agent, and a destroy after which nothing of the job is left; the token holds exactly the
+privileges the README lists (tests/proxmox/privileges_kit.py). No output or record holds the
 token's secret. Also: the starter `vmplane init --cloud proxmox` writes is the example's shape."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from tests.helpers import EXAMPLES, Cli, free_port
 from tests.integration.test_apply_destroy import PROVISION, TEARDOWN
 from tests.proxmox.fakecluster import TEMPLATE_VMID, TOKEN_SECRET, Serving, serve
 from tests.proxmox.guest import GuestPlayer
+from tests.proxmox.privileges_kit import grant_readme_privileges
 from tests.proxmox.pve_cli import pve_cli, write_pve_env
 from tests.proxmox.pve_view import cluster_state, requests
 
@@ -28,6 +30,7 @@ from vmplane.envspec.load import load_spec
 @pytest.fixture
 def fake(tmp_path: Path) -> Iterator[tuple[Serving, GuestPlayer]]:
     with serve(tmp_path) as serving:
+        grant_readme_privileges(serving)  # the token holds exactly what the README lists, as a site's would
         player = GuestPlayer(serving).start()
         try:
             yield serving, player
