@@ -18,6 +18,7 @@ them at its end, after the wait: a leaked volume of a half-done clone is not mod
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -47,6 +48,18 @@ class QemuExtras(StatefulRoutes):  # type: ignore[misc]
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.task_secs: dict[str, float] = dict(TASK_SECS)
+        self.held: set[str] = set()  # task types whose next task is held (hold())
+        self.gates: dict[int, asyncio.Event] = {}  # VMID -> the gate its held task waits on
+        self.met_running: list[int] = []  # VMIDs whose held task a client met still running
+
+    def hold(self, ttype: str) -> None:
+        """The next task of `ttype` stays `running` (its VM locked) until a client reads that VM's
+        `status/current` while it runs: a crash test's resumed run then meets the task still running,
+        whatever the machine's speed (no race between the kill and the task's end). Needs a time_scale:
+        at 0 a task runs inside its request, which would then never answer."""
+        if not self.time_scale:
+            raise ValueError("hold() needs tasks that run after their UPID is answered (time_scale > 0)")
+        self.held.add(ttype)
 
     async def task(  # fakepve's Model.task, each body delayed by its type's duration
         self,
@@ -60,12 +73,27 @@ class QemuExtras(StatefulRoutes):  # type: ignore[misc]
         log: Any = (),
     ) -> Any:
         secs = self.task_secs.get(ttype, 0.0)
+        gate = None
+        if ttype in self.held and vm is not None:
+            self.held.discard(ttype)
+            gate = self.gates[vm.vmid] = asyncio.Event()
 
         async def timed() -> Any:
+            if gate is not None:
+                await gate.wait()
             await self.pause(secs)
             return await body()
 
-        return await super().task(node, ttype, tid, user, timed if secs else body, vm=vm, lock=lock, log=log)
+        return await super().task(node, ttype, tid, user, timed if secs or gate else body, vm=vm, lock=lock, log=log)
+
+    async def _status_current(self, request: Any) -> Any:
+        """fakepve's answer, then the VM's held task (if any) is let go: the client saw it running."""
+        response = await super()._status_current(request)
+        gate = self.gates.pop(int(request.match_info["vmid"]), None)
+        if gate is not None:
+            self.met_running.append(int(request.match_info["vmid"]))
+            gate.set()
+        return response
 
     def _routes_resize(self) -> list[tuple[str, str, Any]]:
         return [("PUT", RESIZE, self._qm_resize)]

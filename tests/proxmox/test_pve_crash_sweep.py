@@ -10,11 +10,12 @@ The call lists are the clean reference run's, read from the per-step API-call ta
 fails when they drift, printing the lists to paste. The hook is `VMPLANE_TEST_HANG_AFTER_CALL="POST
 /nodes/{node}/qemu/{vmid}/clone"` (clouds/faults.py), honoured only against a loopback endpoint.
 
-The fake is the tests' fakepve (fakecluster.serve): SDN objects stored, `resize` applied, and tasks that
-take time (a clone 0.3 s), so the kill after `POST .../clone` lands while the clone task still runs (the
-VM exists, locked `clone`, its disk not yet there) and the kill after `PUT .../resize` lands with the
-resize task running or just done: the resumed run must wait for the lock and not grow the disk twice. The
-snapshot lists the disk volumes on the storages (with their sizes), so a leaked or ungrown disk fails.
+The fake is the tests' fakepve (fakecluster.serve): SDN objects stored, `resize` applied, tasks that take
+time (a clone 0.3 s), and the token holding exactly the README's privileges. The kill after `POST
+.../clone` lands while the clone task still runs (the fake holds it until the resumed run reads the
+locked VM: fakeqemu.hold, so no race); the kill after `PUT .../resize` lands with the resize task running
+or just done, and the resumed run must not grow the disk twice or leave it ungrown. The snapshot lists
+the disk volumes on the storages with their sizes, so a leaked or ungrown disk fails the case.
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ DESTROY_OPS = [
     "PUT /cluster/sdn",
 ]
 XFAIL: dict[str, str] = {}
+CLONE = "POST /nodes/{node}/qemu/{vmid}/clone"
 
 
 def _case(op: str) -> str | None:
@@ -179,7 +181,12 @@ def test_pve_apply_then_destroy_killed_at_each_call_converge(
     def snap(job_id: str) -> dict[str, Any]:
         return snapshot(serving, env_file, job_id)
 
+    during_clone = apply_op == CLONE
+    if during_clone:  # the clone task runs until the resumed run looks at the VM: killed while it runs
+        serving.run(serving.pve.hold, "qmclone")
     killed_apply_then_killed_destroy(
         cli, env_file, apply_op, destroy_op, snap, reference.snapshot, lambda j: remaining(snap(j)),
         flags=(),
     )  # fmt: skip
+    if during_clone:
+        assert serving.run(lambda: list(serving.pve.met_running)), "the resumed apply never met the running clone"

@@ -122,3 +122,15 @@ def test_sdn_objects_are_stored_by_default(fake: Serving) -> None:
     assert px.cluster.sdn.zones.get() == []
     px.cluster.sdn.zones.post(zone="vz1", type="simple")
     assert [z["zone"] for z in px.cluster.sdn.zones.get()] == ["vz1"]
+
+
+def test_a_held_clone_runs_until_a_client_reads_its_vm(fake: Serving) -> None:
+    """The crash sweep's way to kill during a clone whatever the machine's speed (fakeqemu.hold)."""
+    px = client(fake)
+    fake.run(fake.pve.hold, "qmclone")
+    upid = clone(px, 126)
+    time.sleep(1)  # three times the clone's own duration: still running, as it waits for a reader
+    assert px.nodes(NODE).tasks(upid).status.get()["status"] == "running"
+    assert px.nodes(NODE).qemu(126).status.current.get()["lock"] == "clone"  # this read lets it go
+    assert wait(px, upid)["exitstatus"] == "OK"
+    assert fake.run(lambda: list(fake.pve.met_running)) == [126]
