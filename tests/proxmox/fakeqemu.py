@@ -10,6 +10,8 @@
   type runs for `task_secs[type]` PVE seconds after its checks, `running` until then, so a client that does
   not wait on the UPID sees a clone still locked (`lock: clone`: its config changes are refused with `VM is
   locked (clone)`) and a VM not yet started, and a crash test can kill a run during a clone.
+- A VM's NIC needs `SDN.Use` on its bridge or VNet (pve-guest-common's check_vnet_access, which PVE 8+
+  runs on every qemu config change that sets a `netN`; fakepve checks it for containers only).
 
 What it cannot know: PVE's real durations (a full clone copies the whole disk; here a fixed time, the same
 for every size), and that PVE allocates a clone's disks when the task starts (fakepve's clone allocates
@@ -23,12 +25,13 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from fakepve.lxc import SIZE_UNITS, format_size
+from fakepve.lxc import SIZE_UNITS, format_size, split_props
 from fakepve.model import TaskError
 from fakepve.qemu import is_cdrom, join_drive, split_drive, volume_ref
 from fakepve.routing import StatefulRoutes, die, param_error
 
 RESIZE = "/nodes/{node}/qemu/{vmid}/resize"
+NET_KEY = re.compile(r"^net\d+$")
 SIZE = re.compile(r"^(\+)?(\d+(?:\.\d+)?)([KMGT])?$")  # the schema's pattern, read as resize_vm reads it
 # PVE seconds per task type (scaled by time_scale, serve() sets 0.05: a clone takes 0.3 s of wall time).
 TASK_SECS = {"qmclone": 6.0, "qmstart": 4.0, "qmstop": 2.0, "qmshutdown": 2.0, "qmdestroy": 2.0, "resize": 2.0}
@@ -94,6 +97,17 @@ class QemuExtras(StatefulRoutes):  # type: ignore[misc]
             self.met_running.append(int(request.match_info["vmid"]))
             gate.set()
         return response
+
+    async def _apply_config(self, vm: Any, user: str, p: dict[str, Any]) -> Any:
+        """PVE 8+'s check_bridge_access first (fakepve checks it for containers only): a NIC on a bridge
+        or VNet needs SDN.Use on `/sdn/zones/<the VNet's zone, or localnetwork>/<bridge>`."""
+        for key in sorted(k for k in p if NET_KEY.match(k)):
+            bridge = split_props(str(p[key]))[1].get("bridge")
+            if bridge:
+                vnet = getattr(self, "sdn_vnets", {}).get(bridge)
+                zone = vnet.get("zone") if vnet else "localnetwork"
+                self.require(user, f"/sdn/zones/{zone}/{bridge}", "SDN.Use")
+        return await super()._apply_config(vm, user, p)
 
     def _routes_resize(self) -> list[tuple[str, str, Any]]:
         return [("PUT", RESIZE, self._qm_resize)]

@@ -5,6 +5,7 @@ qemu-server's resize_vm, pve-guest-common's check_lock)."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +13,8 @@ from typing import Any
 
 import pytest
 from proxmoxer.core import ResourceException
-from tests.proxmox.fakecluster import TEMPLATE_VMID, Serving, serve
+from tests.proxmox.fakecluster import TEMPLATE_VMID, TOKEN_USER, Serving, serve
+from tests.proxmox.privileges_kit import grant_readme_privileges
 from tests.proxmox.pve_view import client
 
 NODE = "pve1"
@@ -134,3 +136,21 @@ def test_a_held_clone_runs_until_a_client_reads_its_vm(fake: Serving) -> None:
     assert px.nodes(NODE).qemu(126).status.current.get()["lock"] == "clone"  # this read lets it go
     assert wait(px, upid)["exitstatus"] == "OK"
     assert fake.run(lambda: list(fake.pve.met_running)) == [126]
+
+
+@pytest.mark.parametrize("vnet", [False, True])
+def test_a_nic_needs_sdn_use_on_its_bridge_or_vnet(fake: Serving, vnet: bool) -> None:
+    """Plain fakepve checked only VM.Config.Network for a qemu NIC: without SDN.Use the change went through.
+    PVE: `Permission check failed (/sdn/zones/<zone>/<bridge>, SDN.Use)`, the zone `localnetwork` for a
+    plain Linux bridge (pve-guest-common, GuestHelpers.pm check_vnet_access)."""
+    px = client(fake)
+    wait(px, clone(px, 127))
+    bridge, zone = ("vn1", "vz1") if vnet else ("vmbr0", "localnetwork")
+    if vnet:
+        px.cluster.sdn.zones.post(zone="vz1", type="simple")
+        px.cluster.sdn.vnets.post(vnet="vn1", zone="vz1")
+    grant_readme_privileges(fake, without=["SDN.Use"])
+    with pytest.raises(ResourceException, match=re.escape(f"({'/sdn/zones/' + zone + '/' + bridge}, SDN.Use)")):
+        px.nodes(NODE).qemu(127).config.put(net0=f"virtio,bridge={bridge}")
+    fake.run(fake.pve.grant, TOKEN_USER, f"/sdn/zones/{zone}", "SDN.Use")
+    px.nodes(NODE).qemu(127).config.put(net0=f"virtio,bridge={bridge}")  # held on the zone: accepted
