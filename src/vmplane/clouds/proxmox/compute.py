@@ -12,7 +12,7 @@ from typing import Any
 
 from vmplane.clouds.base import Context
 from vmplane.clouds.deletes import TEARDOWN_TIMEOUT
-from vmplane.clouds.errors import CloudError, ConflictError, InvalidRequestError
+from vmplane.clouds.errors import ConflictError, InvalidRequestError
 from vmplane.clouds.proxmox import naming, vms
 from vmplane.clouds.proxmox.ids import pve_ids
 from vmplane.clouds.proxmox.readiness import wait_bootstrapped, wait_running
@@ -152,6 +152,7 @@ def shrink(pve: Pve, ctx: Context, pool_name: str, size: int) -> None:
             vms.destroy(pve, rec.AZ, rec.ID, rec.Name)
             if volid := ids.Isos.get(rec.Name):
                 vms.delete_iso(pve, rec.AZ, volid)
+                vms.assert_isos_gone(pve, {volid})  # before its record goes, as in delete_vms
         ids.Vmids = {k: v for k, v in ids.Vmids.items() if k != rec.ID}
         ids.Isos = {k: v for k, v in ids.Isos.items() if k != rec.Name}
         ctx.infra.VMs = [v for v in ctx.infra.VMs if v.Name != rec.Name]
@@ -186,13 +187,7 @@ def delete_vms(pve: Pve, ctx: Context) -> None:
     # Looked for again before the record of VMIDs and ISOs goes: a delete answered as done (or taken as
     # "already gone") while the volume stays would otherwise leave an ISO no later scan can name. The
     # record is kept, so the leftover scan finds it and a re-run of this step deletes it again.
-    left = vms.isos_listed(pve, isos)
-    if left:
-        raise CloudError(
-            f"{len(left)} NoCloud ISOs are still on the cluster after their delete: {', '.join(left)}; "
-            "run the destroy again (or delete them on the node's storage)",
-            code="IsoNotDeleted",
-        )
+    vms.assert_isos_gone(pve, isos)
     infra.VMs, ids.Vmids, ids.Isos = [], {}, {}
     ctx.save()
     ctx.log(f"destroyed {len(targets)} VMs and {removed} NoCloud ISOs")

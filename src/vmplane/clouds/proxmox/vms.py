@@ -191,6 +191,18 @@ def isos_listed(pve: Pve, volids: set[str]) -> list[str]:
     return sorted(found)
 
 
+def assert_isos_gone(pve: Pve, volids: set[str]) -> None:
+    """Raise, naming them, if any of `volids` is still listed after its delete (answered as done, or taken
+    as "already gone"): the caller's record of them must stay, so a later scan or re-run finds them."""
+    left = isos_listed(pve, volids)
+    if left:
+        raise CloudError(
+            f"{len(left)} NoCloud ISOs are still on the cluster after their delete: {', '.join(left)}; "
+            "run it again (or delete them on the node's storage)",
+            code="IsoNotDeleted",
+        )
+
+
 def delete_isos_named(pve: Pve, volids: set[str]) -> int:
     """The ISOs on every node's copy of their storage (a file storage is per node unless shared)."""
     removed = 0
