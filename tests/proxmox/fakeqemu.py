@@ -29,6 +29,7 @@ from fakepve.lxc import SIZE_UNITS, format_size, split_props
 from fakepve.model import TaskError
 from fakepve.qemu import is_cdrom, join_drive, split_drive, volume_ref
 from fakepve.routing import StatefulRoutes, die, param_error
+from fakepve.server import USER, params
 
 RESIZE = "/nodes/{node}/qemu/{vmid}/resize"
 NET_KEY = re.compile(r"^net\d+$")
@@ -98,16 +99,24 @@ class QemuExtras(StatefulRoutes):  # type: ignore[misc]
             gate.set()
         return response
 
-    async def _apply_config(self, vm: Any, user: str, p: dict[str, Any]) -> Any:
-        """PVE 8+'s check_bridge_access first (fakepve checks it for containers only): a NIC on a bridge
-        or VNet needs SDN.Use on `/sdn/zones/<the VNet's zone, or localnetwork>/<bridge>`."""
+    def _check_bridges(self, request: Any, p: dict[str, Any]) -> None:
+        """PVE 8+'s check_bridge_access, before the config is written or its task forked (a 403, not a task
+        error; fakepve checks it for containers only): a NIC on a bridge or VNet needs SDN.Use on
+        `/sdn/zones/<the VNet's zone, or localnetwork>/<bridge>`."""
         for key in sorted(k for k in p if NET_KEY.match(k)):
             bridge = split_props(str(p[key]))[1].get("bridge")
             if bridge:
                 vnet = getattr(self, "sdn_vnets", {}).get(bridge)
                 zone = vnet.get("zone") if vnet else "localnetwork"
-                self.require(user, f"/sdn/zones/{zone}/{bridge}", "SDN.Use")
-        return await super()._apply_config(vm, user, p)
+                self.require(request[USER], f"/sdn/zones/{zone}/{bridge}", "SDN.Use")
+
+    async def _config_put(self, request: Any) -> Any:
+        self._check_bridges(request, await params(request))
+        return await super()._config_put(request)
+
+    async def _config_post(self, request: Any) -> Any:
+        self._check_bridges(request, await params(request))
+        return await super()._config_post(request)
 
     def _routes_resize(self) -> list[tuple[str, str, Any]]:
         return [("PUT", RESIZE, self._qm_resize)]
