@@ -5,9 +5,10 @@ What fakepve cannot know, and how the tests deal with it:
 - Nothing boots. `GuestPlayer` plays each clone's QEMU guest agent once the VM runs: it reads the NoCloud
   ISO vmplane uploaded and attached (the bytes the fake received), and only when that ISO carries a
   cloud-config does it answer as a guest that ran it (the sentinel file present, commands answering).
-- SDN objects and agent file writes are validated but not stored: SDN intent is asserted from
-  `pve.requests`. `serve(..., sdn=True)` stores SDN objects (tests/proxmox/fakesdn.py) for the tests that
-  read them back (drift).
+- Agent file writes are validated but not stored. SDN objects are stored (tests/proxmox/fakesdn.py), as
+  PVE 8+ has SDN on every cluster; `serve(..., sdn=False)` keeps fakepve's own made-up SDN answers.
+- Tasks take time (tests/proxmox/fakeqemu.py: a clone 0.3 s, a start 0.2 s; `timed=False` ends each task
+  before its UPID is answered, fakepve's default) and `resize` grows the disk and its volume.
 - A clone keeps pointing at the template's cloud-init CD-ROM volume (real PVE makes `vm-<newid>-cloudinit`),
   so purging a clone deletes the template's volume. The template here has no cloud-init drive, as
   `vmplane proxmox init-node` makes it (vmplane delivers cloud-init on its own ISO).
@@ -24,6 +25,7 @@ from typing import Any
 
 from fakepve import FakePve
 from fakepve.certs import make_cert
+from tests.proxmox.fakeqemu import QemuExtras
 from tests.proxmox.fakesdn import SdnApi
 
 HOST = "127.0.0.1"
@@ -83,7 +85,14 @@ class Serving:
 def add_template(pve: FakePve, vmid: int = TEMPLATE_VMID, name: str = TEMPLATE_NAME, node: str = "pve1") -> Any:
     """A cloud-image template as `vmplane proxmox init-node` makes it: one scsi disk on local-lvm, the agent
     on, a virtio NIC on vmbr0, a serial console; no cloud-init drive (vmplane attaches its own ISO)."""
-    pve.storages["local-lvm"].setdefault("volumes", {})
+    # The base volume the config names, with its size, so a clone and a resize have a size to start from.
+    pve.storages["local-lvm"].setdefault("volumes", {})[f"base-{vmid}-disk-0"] = {
+        "content": "images",
+        "format": "raw",
+        "size": 3 * 1024**3,
+        "vmid": vmid,
+        "ctime": 0,
+    }
     vm = pve.add_vm(
         vmid,
         name,
@@ -105,15 +114,24 @@ def add_template(pve: FakePve, vmid: int = TEMPLATE_VMID, name: str = TEMPLATE_N
     return vm
 
 
-class SdnPve(SdnApi, RecordingPve):
-    """RecordingPve that stores its SDN objects (fakesdn.py)."""
+class QemuPve(QemuExtras, RecordingPve):
+    """RecordingPve with resize applied and tasks that take time (fakeqemu.py), without stored SDN."""
+
+
+class SdnPve(QemuExtras, SdnApi, RecordingPve):
+    """QemuPve that also stores its SDN objects (fakesdn.py): the default."""
+
+
+TIME_SCALE = 0.05  # PVE seconds -> real ones: fakeqemu's 6 s clone takes 0.3 s; PVE's 10 s lock wait 0.5 s
 
 
 @contextmanager
-def serve(pki_dir: Path, *, nodes: tuple[str, ...] = ("pve1",), sdn: bool = False) -> Iterator[Serving]:
+def serve(
+    pki_dir: Path, *, nodes: tuple[str, ...] = ("pve1",), sdn: bool = True, timed: bool = True
+) -> Iterator[Serving]:
     certfile, keyfile = make_cert(str(pki_dir), hosts=(HOST,))[:2]
-    pve = (SdnPve if sdn else RecordingPve)(user="root@pam", password="secret", host=HOST, port=0)
-    pve.time_scale = 0
+    pve = (SdnPve if sdn else QemuPve)(user="root@pam", password="secret", host=HOST, port=0)
+    pve.time_scale = TIME_SCALE if timed else 0
     for node in nodes:
         pve.add_node(node)
     pve.apitokens[f"{TOKEN_USER}!{TOKEN_NAME}"] = TOKEN_SECRET

@@ -1,6 +1,7 @@
 """What a fake cluster holds, read the way an operator would: through the PVE API with proxmoxer (not
-through vmplane's own session, so a driver bug cannot hide itself), plus the SDN objects, which fakepve
-validates but does not store: those are replayed from the requests it recorded."""
+through vmplane's own session, so a driver bug cannot hide itself): the SDN objects the fake stores
+(fakesdn.py; replayed from the recorded requests for a fake served with `sdn=False`) and the disk volumes
+on its storages."""
 
 from __future__ import annotations
 
@@ -38,6 +39,28 @@ def requests(serving: Serving) -> list[tuple[str, str, dict[str, str]]]:
 
 
 def sdn_state(serving: Serving) -> dict[str, dict[str, dict[str, str]]]:
+    """The SDN objects, keyed and spelt as `replayed_sdn` has them (a subnet by `<vnet> <cidr>`, its
+    `subnet` the CIDR, every value a string): read through the API when the fake stores them."""
+    if not hasattr(serving.pve, "sdn_zones"):
+        return replayed_sdn(serving)
+    px = client(serving)
+
+    def fields(obj: dict[str, Any], **extra: str) -> dict[str, str]:
+        return {k: str(v) for k, v in {**obj, **extra}.items() if k != "digest"}
+
+    vnets = px.cluster.sdn.vnets.get()
+    return {
+        "zones": {z["zone"]: fields(z) for z in px.cluster.sdn.zones.get()},
+        "vnets": {v["vnet"]: fields(v) for v in vnets},
+        "subnets": {
+            f"{v['vnet']} {s['cidr']}": fields(s, subnet=s["cidr"])
+            for v in vnets
+            for s in px.cluster.sdn.vnets(v["vnet"]).subnets.get()
+        },
+    }
+
+
+def replayed_sdn(serving: Serving) -> dict[str, dict[str, dict[str, str]]]:
     """The SDN objects a real cluster would hold after these requests: each create (POST) adds its
     object with the fields it was given, an update (PUT) changes them, a DELETE removes it."""
     state: dict[str, dict[str, dict[str, str]]] = {kind: {} for kind in SDN_KINDS}
@@ -73,13 +96,28 @@ def _sdn_kind(parts: list[str]) -> tuple[str | None, str]:
     return None, ""
 
 
+def disk_volumes(serving: Serving, px: Any, templates: set[int]) -> list[dict[str, Any]]:
+    """Every VM disk volume on every storage that holds images, but the templates' (volid, size)."""
+    out = {
+        c["volid"]: {"volid": c["volid"], "size": c.get("size")}
+        for node in sorted(serving.run(lambda: list(serving.pve.nodes)))
+        for s in px.nodes(node).storage.get(content="images")
+        for c in px.nodes(node).storage(s["storage"]).content.get(content="images")
+        if int(c.get("vmid") or 0) not in templates
+    }
+    return [out[k] for k in sorted(out)]
+
+
 def cluster_state(serving: Serving) -> dict[str, Any]:
     """Every VM but the templates (config, power, pool, tags, firewall), every pool with its members, every
-    cluster security group with its rules, every ISO on every storage that holds them, the SDN objects."""
+    cluster security group with its rules, every ISO on every storage that holds them, every disk volume
+    but the templates', the SDN objects."""
     px = client(serving)
     vms = []
+    templates: set[int] = set()
     for r in px.cluster.resources.get(type="vm"):
         if r.get("template"):
+            templates.add(int(r["vmid"]))
             continue
         q = px.nodes(r["node"]).qemu(r["vmid"])
         vms.append(
@@ -104,4 +142,12 @@ def cluster_state(serving: Serving) -> dict[str, Any]:
         for s in px.nodes(node).storage.get(content="iso")
         for c in px.nodes(node).storage(s["storage"]).content.get(content="iso")
     )
-    return {"vms": vms, "pools": pools, "groups": groups, "isos": sorted(set(isos)), "sdn": sdn_state(serving)}
+    volumes = disk_volumes(serving, px, templates)
+    return {
+        "vms": vms,
+        "pools": pools,
+        "groups": groups,
+        "isos": sorted(set(isos)),
+        "volumes": volumes,
+        "sdn": sdn_state(serving),
+    }

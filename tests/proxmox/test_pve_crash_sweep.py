@@ -8,8 +8,14 @@ destroy of what it converged to (tests/integration/sweep_cases.py), on a fake cl
 The call lists are the clean reference run's, read from the per-step API-call tally the job records
 (`steps[].apiCalls`, names from `session.call_name`); `test_the_pve_sweep_covers_every_mutating_call`
 fails when they drift, printing the lists to paste. The hook is `VMPLANE_TEST_HANG_AFTER_CALL="POST
-/nodes/{node}/qemu/{vmid}/clone"` (clouds/faults.py), honoured only against a loopback endpoint. SDN
-objects are not stored by fakepve: the snapshot replays the SDN requests into what a cluster would hold.
+/nodes/{node}/qemu/{vmid}/clone"` (clouds/faults.py), honoured only against a loopback endpoint.
+
+The fake is the tests' fakepve (fakecluster.serve): SDN objects stored, `resize` applied, tasks that take
+time (a clone 0.3 s), and the token holding exactly the README's privileges. The kill after `POST
+.../clone` lands while the clone task still runs (the fake holds it until the resumed run reads the
+locked VM: fakeqemu.hold, so no race); the kill after `PUT .../resize` lands with the resize task running
+or just done, and the resumed run must not grow the disk twice or leave it ungrown. The snapshot lists
+the disk volumes on the storages with their sizes, so a leaked or ungrown disk fails the case.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import pytest
 from tests.integration.sweep_cases import Reference, assert_cases, killed_apply_then_killed_destroy, paired_params
 from tests.proxmox.fakecluster import Serving, serve
 from tests.proxmox.guest import GuestPlayer
+from tests.proxmox.privileges_kit import grant_readme_privileges
 from tests.proxmox.pve_cli import PveCli, pve_cli, write_pve_env
 from tests.proxmox.pve_view import cluster_state
 
@@ -65,6 +72,7 @@ DESTROY_OPS = [
     "PUT /cluster/sdn",
 ]
 XFAIL: dict[str, str] = {}
+CLONE = "POST /nodes/{node}/qemu/{vmid}/clone"
 
 
 def _case(op: str) -> str | None:
@@ -117,6 +125,7 @@ def remaining(snap: dict[str, Any]) -> dict[str, Any]:
 def _cluster(pki: Path) -> Iterator[tuple[Serving, GuestPlayer]]:
     pki.mkdir(exist_ok=True)
     with serve(pki) as serving:
+        grant_readme_privileges(serving)  # the token holds exactly the README's privileges
         player = GuestPlayer(serving).start()
         try:
             yield serving, player
@@ -143,7 +152,8 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Reference]:
         assert applied["status"] == "succeeded", applied["error"]
         snap = snapshot(serving, env_file, applied["id"])
         # What every case must reach: one of each, so an empty cluster can never pass for converged.
-        assert [len(snap[k]) for k in ("vms", "pools", "groups", "isos")] == [1, 1, 1, 1], snap
+        assert [len(snap[k]) for k in ("vms", "pools", "groups", "isos", "volumes")] == [1, 1, 1, 1, 1], snap
+        assert snap["volumes"][0]["size"] == str(20 * 1024**3), snap["volumes"]  # grown to the example's diskGb
         assert [len(snap["sdn"][k]) for k in ("zones", "vnets", "subnets")] == [1, 1, 1], snap["sdn"]
         destroyed = cli.json("destroy", "-f", str(env_file), "--yes")
         assert destroyed["status"] == "deleted", destroyed["error"]
@@ -171,7 +181,12 @@ def test_pve_apply_then_destroy_killed_at_each_call_converge(
     def snap(job_id: str) -> dict[str, Any]:
         return snapshot(serving, env_file, job_id)
 
+    during_clone = apply_op == CLONE
+    if during_clone:  # the clone task runs until the resumed run looks at the VM: killed while it runs
+        serving.run(serving.pve.hold, "qmclone")
     killed_apply_then_killed_destroy(
         cli, env_file, apply_op, destroy_op, snap, reference.snapshot, lambda j: remaining(snap(j)),
         flags=(),
     )  # fmt: skip
+    if during_clone:
+        assert serving.run(lambda: list(serving.pve.met_running)), "the resumed apply never met the running clone"

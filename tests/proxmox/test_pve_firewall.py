@@ -15,6 +15,7 @@ from vmplane.clouds.errors import ConflictError
 from vmplane.clouds.proxmox import firewall, naming, network, ownership
 from vmplane.clouds.proxmox.ids import pve_ids
 from vmplane.clouds.proxmox.session import Pve
+from vmplane.state import InfraConfig
 
 __all__ = ["cluster", "pve"]  # fixtures
 
@@ -26,8 +27,8 @@ def _rules(pve: Pve, group: str) -> list[tuple[Any, ...]]:
     )
 
 
-def _provisioned(pve: Pve, ports: list[int], job: str | None = None) -> Context:
-    c = ctx(spec({"cidr": "10.40.0.0/16", "ingressPorts": ports}), job or new_job())
+def _provisioned(pve: Pve, ports: list[int], job: str | None = None, infra: InfraConfig | None = None) -> Context:
+    c = ctx(spec({"cidr": "10.40.0.0/16", "ingressPorts": ports}), job or new_job(), infra=infra)
     network.ensure_network(pve, c)
     firewall.ensure_security_group(pve, c)
     return c
@@ -53,7 +54,8 @@ def test_changed_ports_converge_and_stray_rules_go(cluster: Serving, pve: Pve) -
     pve.post(
         f"cluster/firewall/groups/{group}", type="in", action="ACCEPT", proto="tcp", dport="80", source="10.40.0.0/16"
     )
-    c2 = _provisioned(pve, [8080, 80], job=c.job_id)
+    # The same job's next apply, from its record (the fake stores the SDN objects the first one made).
+    c2 = _provisioned(pve, [8080, 80], job=c.job_id, infra=c.infra)
     assert _rules(pve, group) == [
         ("in", "ACCEPT", "tcp", "80", "10.40.0.0/16", 1),
         ("in", "ACCEPT", "tcp", "8080", "10.40.0.0/16", 1),

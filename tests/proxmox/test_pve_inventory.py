@@ -54,10 +54,13 @@ def test_leftovers_list_the_jobs_objects_only_and_none_after_teardown(cluster: S
     assert kinds == [
         ("iso", f"local:iso/{naming.iso_name(301)}"),
         ("pool", str(ids.Pool)),
+        ("sdn-subnet", str(ids.Subnet)),
+        ("sdn-vnet", str(ids.VNet)),
+        ("sdn-zone", str(ids.Zone)),
         ("security-group", naming.security_group(job)),
         ("vm", "301"),
         ("vm", "302"),
-    ]  # SDN: the fake stores none, and its made-up objects carry other ids
+    ]  # SDN: what the fake stored for the ids the record holds
     for vmid in (301, 302):
         pve.delete(f"nodes/pve2/qemu/{vmid}", purge=1)
     pve.delete(f"nodes/pve1/storage/local/content/local:iso/{naming.iso_name(301)}")
@@ -70,9 +73,21 @@ def test_leftovers_list_the_jobs_objects_only_and_none_after_teardown(cluster: S
 def test_recorded_sdn_objects_found_by_exact_id_are_leftovers(cluster: Serving, pve: Pve) -> None:
     c = ctx(spec(), new_job())
     ids = pve_ids(c.infra)
-    ids.Zone, ids.VNet, ids.Subnet = "fake", "fake", "fake"  # the ids the fake makes its SDN answers up with
+    for zone in ("vzmine", "vzother"):  # the record names one; the other is someone else's
+        pve.post("cluster/sdn/zones", zone=zone, type="simple")
+    pve.post("cluster/sdn/vnets", vnet="vnmine", zone="vzmine")
+    pve.post("cluster/sdn/vnets/vnmine/subnets", subnet="10.99.0.0/24", type="subnet")
+    ids.Zone, ids.VNet, ids.Subnet = "vzmine", "vnmine", "vzmine-10.99.0.0-24"
     found = [x for x in inventory.leftovers(pve, c) if x.kind.startswith("sdn")]
-    assert found == [Leftover("sdn-subnet", "fake"), Leftover("sdn-vnet", "fake"), Leftover("sdn-zone", "fake")]
+    assert found == [
+        Leftover("sdn-subnet", "vzmine-10.99.0.0-24"),
+        Leftover("sdn-vnet", "vnmine"),
+        Leftover("sdn-zone", "vzmine"),
+    ]
+    pve.delete("cluster/sdn/vnets/vnmine/subnets/vzmine-10.99.0.0-24")
+    pve.delete("cluster/sdn/vnets/vnmine")
+    for zone in ("vzmine", "vzother"):
+        pve.delete(f"cluster/sdn/zones/{zone}")
 
 
 def test_retag_rewrites_vm_tags_and_description_pool_and_group_comments(cluster: Serving, pve: Pve) -> None:
@@ -110,7 +125,7 @@ def test_the_drivers_network_half_applies_and_destroys_to_nothing(
     driver.preflight(c)
     driver.ensure_network(c)
     driver.update_tags(c)
-    assert {x.kind for x in driver.leftovers(c)} == {"pool", "security-group"}
+    assert {x.kind for x in driver.leftovers(c)} == {"pool", "security-group", "sdn-zone", "sdn-vnet", "sdn-subnet"}
     driver.delete_security_group(c)
     driver.delete_network(c)
     assert driver.leftovers(c) == []

@@ -1,7 +1,8 @@
 """Issue 15's acceptance through the real CLI: examples/proxmox.jsonc applied against fakepve to
 `succeeded` with the 7 steps, the cluster read back with proxmoxer (full clones in the env's pool, started,
 tagged, behind the firewall, the SDN subnet with SNAT as requested), readiness and `vmplane exec` through
-the guest agent, and a destroy after which nothing of the job is left. No output or record holds the
+the guest agent, and a destroy after which nothing of the job is left; the token holds exactly the
+privileges the README lists (tests/proxmox/privileges_kit.py). No output or record holds the
 token's secret. Also: the starter `vmplane init --cloud proxmox` writes is the example's shape."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from tests.helpers import EXAMPLES, Cli, free_port
 from tests.integration.test_apply_destroy import PROVISION, TEARDOWN
 from tests.proxmox.fakecluster import TEMPLATE_VMID, TOKEN_SECRET, Serving, serve
 from tests.proxmox.guest import GuestPlayer
+from tests.proxmox.privileges_kit import grant_readme_privileges
 from tests.proxmox.pve_cli import pve_cli, write_pve_env
 from tests.proxmox.pve_view import cluster_state, requests
 
@@ -28,6 +30,7 @@ from vmplane.envspec.load import load_spec
 @pytest.fixture
 def fake(tmp_path: Path) -> Iterator[tuple[Serving, GuestPlayer]]:
     with serve(tmp_path) as serving:
+        grant_readme_privileges(serving)  # the token holds exactly what the README lists, as a site's would
         player = GuestPlayer(serving).start()
         try:
             yield serving, player
@@ -88,7 +91,7 @@ def _assert_shape(state: dict[str, Any], job: dict[str, Any]) -> None:
         ("in", "ACCEPT", "tcp", "80", cidr)
     }
     assert set(state["isos"]) == set(cloud["Isos"].values())
-    # SDN, as requested (fakepve stores none of it).
+    # SDN, as requested (read back from what the fake stored: fakesdn.py).
     sdn = state["sdn"]
     assert {z: f["type"] for z, f in sdn["zones"].items()} == {cloud["Zone"]: "simple"}
     assert {v: f["zone"] for v, f in sdn["vnets"].items()} == {bridge: cloud["Zone"]}
@@ -128,10 +131,14 @@ def test_the_example_applies_runs_exec_and_destroys_to_nothing(
     assert "/etc/vmplane/runtime.env" in push
     for vm in infra["VMs"]:
         assert push.strip() in [argv[-1].strip() for argv in _agent_execs(serving, int(vm["ID"]))], vm["Name"]
-    # Each disk grown to diskGb: fakepve answers a qemu resize without storing the size, so the request it is.
+    # Each disk grown to diskGb, once: in the config and on the storage (tests/proxmox/fakeqemu.py).
+    state = cluster_state(serving)
+    sizes = {v["volid"]: v["size"] for v in state["volumes"]}
     for vm in infra["VMs"]:
         resize = f"nodes/{vm['AZ']}/qemu/{vm['ID']}/resize"
         assert [f for m, p, f in sent if p == resize] == [{"disk": "scsi0", "size": "20G"}], vm["Name"]
+        disk = next(v["config"]["scsi0"] for v in state["vms"] if v["name"] == vm["Name"])
+        assert "size=20G" in disk and sizes[disk.split(",")[0]] == 20 * 1024**3, disk
 
     # exec through the guest agent: the command reaches agent/exec of that VM, its answer comes back.
     ran = cli.run("exec", "-o", "json", "pvl", "pvl-web-0", "--", "uname", "-a")
@@ -160,6 +167,7 @@ def test_the_example_applies_runs_exec_and_destroys_to_nothing(
     _secret_free(gone.stdout, gone.stderr)
     left = cluster_state(serving)
     assert left["vms"] == [] and left["pools"] == {} and left["groups"] == {} and left["isos"] == []
+    assert left["volumes"] == []  # the clones' disks went with them
     assert left["sdn"] == {"zones": {}, "vnets": {}, "subnets": {}}
     deletes = {p for m, p, _ in requests(serving) if m == "DELETE"}
     cloud = infra["Cloud"]

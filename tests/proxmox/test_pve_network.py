@@ -1,5 +1,5 @@
 """The environment's pool and network on fakepve: SDN intent asserted from the recorded requests (the fake
-stores no SDN), convergence after a kill at every intent record, teardown twice, an existing bridge that
+stores SDN too: fakesdn.py), convergence after a kill at every intent record, teardown twice, an existing bridge that
 vmplane never touches."""
 
 from __future__ import annotations
@@ -23,6 +23,12 @@ def _provision(p: Pve, c: Context, with_group: bool = False) -> None:
     network.ensure_network(p, c)
     if with_group:
         firewall.ensure_security_group(p, c)
+
+
+def teardown(p: Pve, c: Context) -> None:
+    firewall.delete_security_group(p, c)
+    network.delete_network(p, c)
+    ownership.delete_pool(p, c)
 
 
 def test_sdn_requests_carry_snat_dhcp_the_cidr_and_gateway_then_apply(cluster: Serving, pve: Pve) -> None:
@@ -57,6 +63,7 @@ def test_a_kill_after_any_intent_record_converges_on_rerun(cluster: Serving, pve
     clean = ctx(spec(), job)
     _provision(pve, clean, with_group=True)
     want = clean.infra.model_dump(mode="json")
+    teardown(pve, clean)  # the fake stores SDN: each killed run starts from an empty cluster, as the clean one
     kill_at = 1
     while True:
         c, start = ctx(spec(), job, kill_at=kill_at), mark(cluster)
@@ -72,6 +79,7 @@ def test_a_kill_after_any_intent_record_converges_on_rerun(cluster: Serving, pve
         assert sorted(r["dport"] for r in rules) == ["443", "80"], f"killed at save {kill_at}"
         sdn = [(m, p) for m, p, _ in forms(cluster, start, "/cluster/sdn") if m != "GET"]
         assert sdn[-1] == ("PUT", "/cluster/sdn"), f"killed at save {kill_at}: the last SDN change is applied"
+        teardown(pve, c)
         kill_at += 1
     assert kill_at > 8  # every intent record of the pool, the three SDN objects and the group was a kill point
 
@@ -129,12 +137,16 @@ def test_existing_network_that_is_no_bridge_or_vnet_names_the_field(cluster: Ser
 
 
 def test_existing_network_without_a_range_takes_an_explicit_cidr(cluster: Serving, pve: Pve) -> None:
-    # The fake's SDN lists a VNet `fake` whose subnets carry no cidr: a network the cluster knows no range of.
+    # A VNet made by hand with no subnet: a network the cluster knows no range of.
+    pve.post("cluster/sdn/zones", zone="vzbare", type="simple")
+    pve.post("cluster/sdn/vnets", vnet="vnbare", zone="vzbare")
     with pytest.raises(InvalidRequestError, match=r"set network\.cidr"):
-        network.ensure_network(pve, ctx(spec({"existingNetwork": "fake"}), new_job()))
-    c = ctx(spec({"existingNetwork": "fake", "cidr": "172.16.5.0/24"}), new_job())
+        network.ensure_network(pve, ctx(spec({"existingNetwork": "vnbare"}), new_job()))
+    c = ctx(spec({"existingNetwork": "vnbare", "cidr": "172.16.5.0/24"}), new_job())
     network.ensure_network(pve, c)
     assert pve_ids(c.infra).SourceCidrs == ["172.16.5.0/24"] and not c.infra.NetworkCreated
+    pve.delete("cluster/sdn/vnets/vnbare")
+    pve.delete("cluster/sdn/zones/vzbare")
 
 
 def test_a_pool_of_someone_else_is_a_conflict(cluster: Serving, pve: Pve) -> None:

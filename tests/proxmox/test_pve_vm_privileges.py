@@ -24,6 +24,7 @@ VM_PRIVILEGES = frozenset(
         "VM.Config.CPU",
         "VM.Config.Memory",
         "VM.Config.Network",  # net0 and the VM's firewall
+        "SDN.Use",  # net0 on the env's bridge (PVE 8+ checks it on /sdn/zones/localnetwork/<bridge>)
         "VM.Config.CDROM",  # the NoCloud ISO on ide3
         "VM.Config.Options",  # tags, description, agent
         "VM.Config.Disk",  # resize

@@ -152,6 +152,7 @@ def shrink(pve: Pve, ctx: Context, pool_name: str, size: int) -> None:
             vms.destroy(pve, rec.AZ, rec.ID, rec.Name)
             if volid := ids.Isos.get(rec.Name):
                 vms.delete_iso(pve, rec.AZ, volid)
+                vms.assert_isos_gone(pve, {volid})  # before its record goes, as in delete_vms
         ids.Vmids = {k: v for k, v in ids.Vmids.items() if k != rec.ID}
         ids.Isos = {k: v for k, v in ids.Isos.items() if k != rec.Name}
         ctx.infra.VMs = [v for v in ctx.infra.VMs if v.Name != rec.Name]
@@ -183,6 +184,10 @@ def delete_vms(pve: Pve, ctx: Context) -> None:
         first=0.1,
         cap=10,
     )
+    # Looked for again before the record of VMIDs and ISOs goes: a delete answered as done (or taken as
+    # "already gone") while the volume stays would otherwise leave an ISO no later scan can name. The
+    # record is kept, so the leftover scan finds it and a re-run of this step deletes it again.
+    vms.assert_isos_gone(pve, isos)
     infra.VMs, ids.Vmids, ids.Isos = [], {}, {}
     ctx.save()
     ctx.log(f"destroyed {len(targets)} VMs and {removed} NoCloud ISOs")

@@ -46,6 +46,7 @@ def rotate_vm(pve: Pve, ctx: Context, rec: VMRecord, placement: Placement) -> No
         if old.isdigit() and node:
             vms.destroy(pve, node, old, rec.Name)
             vms.delete_isos_named(pve, {vms.iso_volume(ctx, int(old))})
+            vms.assert_isos_gone(pve, {vms.iso_volume(ctx, int(old))})  # before the record of it goes
         ids.Vmids = {k: v for k, v in ids.Vmids.items() if k != old}
         ids.Isos = {k: v for k, v in ids.Isos.items() if k != rec.Name}
         rec.ID, rec.LaunchTemplateVersion, rec.State = None, None, VMState.pending

@@ -181,6 +181,28 @@ def delete_iso(pve: Pve, node: str, volid: str) -> bool:
     )
 
 
+def isos_listed(pve: Pve, volids: set[str]) -> list[str]:
+    """Which of `volids` some node's copy of their storage still lists, sorted."""
+    found: set[str] = set()
+    for node in pve.nodes:
+        for storage in sorted({v.split(":", 1)[0] for v in volids}):
+            listed = {c.get("volid") for c in pve.get(f"nodes/{node}/storage/{storage}/content", content="iso") or []}
+            found |= volids & listed
+    return sorted(found)
+
+
+def assert_isos_gone(pve: Pve, volids: set[str]) -> None:
+    """Raise, naming them, if any of `volids` is still listed after its delete (answered as done, or taken
+    as "already gone"): the caller's record of them must stay, so a later scan or re-run finds them."""
+    left = isos_listed(pve, volids)
+    if left:
+        raise CloudError(
+            f"{len(left)} NoCloud ISOs are still on the cluster after their delete: {', '.join(left)}; "
+            "run it again (or delete them on the node's storage)",
+            code="IsoNotDeleted",
+        )
+
+
 def delete_isos_named(pve: Pve, volids: set[str]) -> int:
     """The ISOs on every node's copy of their storage (a file storage is per node unless shared)."""
     removed = 0
