@@ -49,21 +49,33 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
 
 
 FAULT_PROFILE = Path(__file__).parent / "fixtures" / "faults" / "ci.jsonc"
+SWEEP_FAULT_PROFILE = FAULT_PROFILE.with_name("sweep.jsonc")
+
+
+def _sandbox_with(profile: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
+    from vmplane.sandbox import control
+    from vmplane.settings import Settings
+
+    home = tmp_path_factory.mktemp(f"sandbox-{profile.stem}-home")
+    settings = Settings(home=home, sandbox_port=free_port(), gcp_sandbox_port=free_port())
+    info = control.start(settings, profile)
+    SESSION_GCP_PORTS[info.port] = settings.gcp_sandbox_port
+    yield Sandbox(port=info.port, home=home, gcp_port=settings.gcp_sandbox_port)
+    control.stop(settings)
 
 
 @pytest.fixture(scope="session")
 def faulty_sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
     """A second sandbox, started under tests/fixtures/faults/ci.jsonc (every fault on, seed fixed): for the
-    lifecycles and sweeps that must survive what the real clouds send. `Cli(home, faulty_sandbox.port)`."""
-    from vmplane.sandbox import control
-    from vmplane.settings import Settings
+    lifecycles that must survive what the real clouds send. `Cli(home, faulty_sandbox.port)`."""
+    yield from _sandbox_with(FAULT_PROFILE, tmp_path_factory)
 
-    home = tmp_path_factory.mktemp("faulty-sandbox-home")
-    settings = Settings(home=home, sandbox_port=free_port(), gcp_sandbox_port=free_port())
-    info = control.start(settings, FAULT_PROFILE)
-    SESSION_GCP_PORTS[info.port] = settings.gcp_sandbox_port
-    yield Sandbox(port=info.port, home=home, gcp_port=settings.gcp_sandbox_port)
-    control.stop(settings)
+
+@pytest.fixture(scope="session")
+def sweep_sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
+    """The crash sweeps' sandbox, under tests/fixtures/faults/sweep.jsonc (the same fault kinds at rates
+    ~30 killed-and-resumed cases can afford): a sweep module takes it as its `sandbox`."""
+    yield from _sandbox_with(SWEEP_FAULT_PROFILE, tmp_path_factory)
 
 
 @pytest.fixture

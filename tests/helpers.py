@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -86,6 +87,13 @@ class Sandbox:
             static_discovery=True,
             client_options={"api_endpoint": self.gcp_endpoint},
         )
+
+    def fault_tally(self) -> Counter[str]:
+        """What this sandbox's fault profile has injected so far ("aws.throttle" -> count, both clouds)."""
+        import urllib.request
+
+        with urllib.request.urlopen(f"{self.endpoint}/_sandbox/faults", timeout=10) as r:
+            return Counter(json.loads(r.read())["tally"])
 
     def gcp_control(self, action: str, body: dict[str, Any] | None = None, method: str = "POST") -> Any:
         """Call one of the GCP sandbox's /_sandbox/ endpoints."""

@@ -117,6 +117,13 @@ def snapshot(sandbox: Sandbox, env_file: Path, job_id: str) -> dict[str, Any]:
     )
 
 
+@pytest.fixture(scope="session")
+def sandbox(sweep_sandbox: Sandbox) -> Sandbox:
+    """Every case runs under tests/fixtures/faults/sweep.jsonc: killed runs resume through not-yet-visible
+    ids and throttling, as on the real cloud."""
+    return sweep_sandbox
+
+
 @pytest.fixture(scope="module")
 def reference(sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> Reference:
     """One clean apply and destroy per worker: the inventory every resumed apply must equal, and the
@@ -130,6 +137,9 @@ def reference(sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> Ref
     destroyed = cli.json("destroy", "-f", str(env_file), "--sandbox", "--yes")
     assert destroyed["status"] == "deleted", destroyed["error"]
     assert not remaining(snapshot(sandbox, env_file, applied["id"]))
+    met = sandbox.fault_tally()
+    for fault in ("aws.throttle", "aws.visibility"):
+        assert met[fault] > 0, f"the sweep's profile never injected {fault}: {dict(met)}"
     return Reference(applied, inv, destroyed)
 
 

@@ -9,8 +9,6 @@ profile not yet visible), and on GCP reading a new firewall rule back (404 right
 
 from __future__ import annotations
 
-import json
-import urllib.request
 from collections import Counter
 from pathlib import Path
 
@@ -20,20 +18,15 @@ from tests.helpers import Cli, Sandbox, write_env
 pytestmark = pytest.mark.slow
 
 
-def tally(sb: Sandbox) -> Counter[str]:
-    with urllib.request.urlopen(f"{sb.endpoint}/_sandbox/faults", timeout=10) as r:
-        return Counter(json.loads(r.read())["tally"])
-
-
 def lifecycle(tmp_path: Path, sb: Sandbox, name: str, example: str) -> Counter[str]:
     cli = Cli(home=tmp_path / "home", sandbox_port=sb.port, gcp_port=sb.gcp_port)
-    before = tally(sb)
+    before = sb.fault_tally()
     env = write_env(tmp_path, name, example=example)
     applied = cli.json("apply", "-f", str(env), "--sandbox", "-y", timeout=600)
     assert applied["status"] == "succeeded", applied
     destroyed = cli.json("destroy", "-f", str(env), "--sandbox", "-y", timeout=600)
     assert destroyed["status"] == "deleted", destroyed
-    return tally(sb) - before
+    return sb.fault_tally() - before
 
 
 def test_aws_web_lifecycle_under_faults(tmp_path: Path, faulty_sandbox: Sandbox) -> None:

@@ -142,6 +142,13 @@ def remaining(snap: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in snap.items() if v}
 
 
+@pytest.fixture(scope="session")
+def sandbox(sweep_sandbox: Sandbox) -> Sandbox:
+    """Every case runs under tests/fixtures/faults/sweep.jsonc: killed runs resume through not-yet-visible
+    ids, throttling, as on the real cloud."""
+    return sweep_sandbox
+
+
 @pytest.fixture(scope="module")
 def gcp(sandbox: Sandbox) -> Gcp:
     return Gcp(sandbox.gcp_endpoint)
@@ -158,6 +165,9 @@ def reference(sandbox: Sandbox, gcp: Gcp, tmp_path_factory: pytest.TempPathFacto
     destroyed = cli.json("destroy", "-f", str(env_file), "--sandbox", "--yes")
     assert destroyed["status"] == "deleted", destroyed["error"]
     assert not remaining(snapshot(gcp, env_file, applied["id"]))
+    met = sandbox.fault_tally()
+    for fault in ("gcp.throttle", "gcp.visibility"):
+        assert met[fault] > 0, f"the sweep's profile never injected {fault}: {dict(met)}"
     return Reference(applied, snap, destroyed)
 
 
