@@ -1,0 +1,46 @@
+"""The AWS catalogue in-process: under moto, each rule's example sets up its state and the offending
+request, and the rule answers AWS's code for it; every rule is sourced, unique and has an example."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from vmplane.sandbox.aws.rule import Rule
+from vmplane.sandbox.aws.rules import RULES, rules_for
+
+
+@pytest.fixture
+def clients() -> Iterator[Any]:
+    import boto3
+    from moto import mock_aws
+
+    for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}.items():
+        os.environ.setdefault(key, value)
+    with mock_aws():
+        session = boto3.session.Session(region_name="us-east-1")
+        made: dict[str, Any] = {}
+        yield lambda service: made.setdefault(service, session.client(service))
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[r.id for r in RULES])
+def test_rule_answers_its_code_for_its_example(rule: Rule, clients: Any) -> None:
+    assert rule.example is not None
+    req = rule.example(clients)
+    assert req.service == rule.service and req.operation in rule.operations
+    assert rule in rules_for(req.service, req.operation)
+    got = rule.check(req)
+    assert got is not None, f"{rule.id} let its own example through"
+    assert got.code == rule.code
+
+
+def test_every_rule_is_sourced_unique_and_exemplified() -> None:
+    ids = [r.id for r in RULES]
+    assert len(ids) == len(set(ids))
+    for r in RULES:
+        assert r.id.startswith(f"{r.service}."), r.id
+        assert r.source.startswith(("https://docs.aws.amazon.com/", "https://github.com/")), r.id
+        assert r.example is not None and r.summary and r.code and r.operations, r.id
