@@ -8,11 +8,12 @@ from __future__ import annotations
 from functools import cache
 
 from vmplane.sandbox.aws.rule import Rule
-from vmplane.sandbox.aws.rules import ec2_network, ec2_routes
+from vmplane.sandbox.aws.rules import ec2_network, ec2_routes, ec2_tags_groups
 
 RULES: tuple[Rule, ...] = (
     *ec2_network.RULES,
     *ec2_routes.RULES,
+    *ec2_tags_groups.RULES,
 )
 
 
