@@ -8,12 +8,13 @@ from __future__ import annotations
 from functools import cache
 
 from vmplane.sandbox.aws.rule import Rule
-from vmplane.sandbox.aws.rules import ec2_network, ec2_routes, ec2_tags_groups
+from vmplane.sandbox.aws.rules import ec2_network, ec2_routes, ec2_tags_groups, elbv2
 
 RULES: tuple[Rule, ...] = (
     *ec2_network.RULES,
     *ec2_routes.RULES,
     *ec2_tags_groups.RULES,
+    *elbv2.RULES,
 )
 
 
