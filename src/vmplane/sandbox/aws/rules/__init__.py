@@ -8,13 +8,15 @@ from __future__ import annotations
 from functools import cache
 
 from vmplane.sandbox.aws.rule import Rule
-from vmplane.sandbox.aws.rules import ec2_network, ec2_routes, ec2_tags_groups, elbv2
+from vmplane.sandbox.aws.rules import acm, ec2_network, ec2_routes, ec2_tags_groups, elbv2, route53
 
 RULES: tuple[Rule, ...] = (
     *ec2_network.RULES,
     *ec2_routes.RULES,
     *ec2_tags_groups.RULES,
     *elbv2.RULES,
+    *acm.RULES,
+    *route53.RULES,
 )
 
 
