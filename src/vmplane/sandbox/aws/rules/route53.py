@@ -103,7 +103,8 @@ def _cname_apex(req: AwsRequest) -> AwsFault | None:
         rrset = change["ResourceRecordSet"]
         if change["Action"] != "DELETE" and rrset["Type"] == "CNAME" and _norm(rrset["Name"]) == _norm(zone.name):
             return _bad(
-                f"[RRSet of type CNAME with DNS name {_norm(zone.name)}. is not permitted at apex in zone {_norm(zone.name)}.]"
+                f"[RRSet of type CNAME with DNS name {_norm(zone.name)}. is not permitted at apex in zone "
+                f"{_norm(zone.name)}.]"
             )
     return None
 
@@ -141,9 +142,7 @@ def _a_values(req: AwsRequest) -> AwsFault | None:
                 kind(value)
             except ValueError:
                 illegal = "ARRDATAIllegalIPv4Address" if rrset["Type"] == "A" else "AAAARRDATAIllegalIPv6Address"
-                return _bad(
-                    f"[Invalid Resource Record: 'FATAL problem: {illegal} (Value is not a valid IP address) encountered with '{value}'']"
-                )
+                return _bad(f"[Invalid Resource Record: 'FATAL problem: {illegal} encountered with '{value}'']")
     return None
 
 
