@@ -8,7 +8,7 @@ from __future__ import annotations
 from functools import cache
 
 from vmplane.sandbox.aws.rule import Rule
-from vmplane.sandbox.aws.rules import acm, ec2_network, ec2_routes, ec2_tags_groups, elbv2, route53
+from vmplane.sandbox.aws.rules import acm, autoscaling, ec2_network, ec2_routes, ec2_tags_groups, elbv2, iam, route53
 
 RULES: tuple[Rule, ...] = (
     *ec2_network.RULES,
@@ -17,6 +17,8 @@ RULES: tuple[Rule, ...] = (
     *elbv2.RULES,
     *acm.RULES,
     *route53.RULES,
+    *iam.RULES,
+    *autoscaling.RULES,
 )
 
 

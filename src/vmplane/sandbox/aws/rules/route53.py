@@ -136,7 +136,8 @@ def _outside_zone(req: AwsRequest) -> AwsFault | None:
 def _a_values(req: AwsRequest) -> AwsFault | None:
     for change in _changes(req):
         rrset = change["ResourceRecordSet"]
-        kind = {"A": ipaddress.IPv4Address, "AAAA": ipaddress.IPv6Address}.get(rrset["Type"])
+        kinds: dict[str, Any] = {"A": ipaddress.IPv4Address, "AAAA": ipaddress.IPv6Address}
+        kind = kinds.get(rrset["Type"])
         for value in _values(rrset.get("ResourceRecords")) if kind else ():
             try:
                 kind(value)
