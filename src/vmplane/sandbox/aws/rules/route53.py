@@ -138,7 +138,9 @@ def _a_values(req: AwsRequest) -> AwsFault | None:
         rrset = change["ResourceRecordSet"]
         kinds: dict[str, Any] = {"A": ipaddress.IPv4Address, "AAAA": ipaddress.IPv6Address}
         kind = kinds.get(rrset["Type"])
-        for value in _values(rrset.get("ResourceRecords")) if kind else ():
+        if kind is None:
+            continue
+        for value in _values(rrset.get("ResourceRecords")):
             try:
                 kind(value)
             except ValueError:
