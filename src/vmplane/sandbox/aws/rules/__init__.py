@@ -8,7 +8,18 @@ from __future__ import annotations
 from functools import cache
 
 from vmplane.sandbox.aws.rule import Rule
-from vmplane.sandbox.aws.rules import acm, autoscaling, ec2_network, ec2_routes, ec2_tags_groups, elbv2, iam, route53
+from vmplane.sandbox.aws.rules import (
+    acm,
+    autoscaling,
+    ec2_network,
+    ec2_routes,
+    ec2_tags_groups,
+    elbv2,
+    iam,
+    route53,
+    s3_ssm,
+    scheduler,
+)
 
 RULES: tuple[Rule, ...] = (
     *ec2_network.RULES,
@@ -19,6 +30,8 @@ RULES: tuple[Rule, ...] = (
     *route53.RULES,
     *iam.RULES,
     *autoscaling.RULES,
+    *s3_ssm.RULES,
+    *scheduler.RULES,
 )
 
 
