@@ -1,5 +1,6 @@
-"""The sandbox process: moto's server (an emulated AWS account) and the embedded Google Cloud sandbox
-(an emulated project, vmplane.sandbox.gcp), both on 127.0.0.1 in one process, on two ports.
+"""The sandbox process: moto's server behind a strict layer (an emulated AWS account, vmplane.sandbox.aws)
+and the embedded Google Cloud sandbox (an emulated project, vmplane.sandbox.gcp), both on 127.0.0.1 in one
+process, on two ports.
 
 Run by `vmplane sandbox start` (or `--sandbox`) as a detached child; it stays up for later commands
 until `vmplane sandbox stop`.
@@ -40,10 +41,16 @@ def main() -> None:
             time.perf_counter() - started,
             gcp.discovery.revisions,
         )
-    from moto.server import ThreadedMotoServer
+    from moto.moto_server.werkzeug_app import MotoRequestHandler
+    from werkzeug.serving import make_server
 
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=args.port, verbose=False)
-    server.start()
+    from vmplane.sandbox.aws.app import Wrapper, build_app
+
+    # More middlewares (a fault profile) wrap the strict layer from outside: see build_app.
+    wrappers: list[Wrapper] = []
+    app = build_app(wrappers)
+    server = make_server("127.0.0.1", args.port, app, threaded=True, request_handler=MotoRequestHandler)
+    threading.Thread(target=server.serve_forever, name="aws-sandbox", daemon=True).start()
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
@@ -51,7 +58,7 @@ def main() -> None:
     # untimed wait can miss a SIGTERM that arrived while a server thread was busy.
     while not stop.wait(0.2):
         pass
-    server.stop()
+    server.shutdown()
     if gcp is not None:
         gcp.stop()
 
