@@ -11,6 +11,7 @@ from vmplane.sandbox.aws.rule import Rule
 from vmplane.sandbox.aws.rules import (
     acm,
     autoscaling,
+    ec2_instances,
     ec2_network,
     ec2_routes,
     ec2_tags_groups,
@@ -25,6 +26,7 @@ RULES: tuple[Rule, ...] = (
     *ec2_network.RULES,
     *ec2_routes.RULES,
     *ec2_tags_groups.RULES,
+    *ec2_instances.RULES,
     *elbv2.RULES,
     *acm.RULES,
     *route53.RULES,
