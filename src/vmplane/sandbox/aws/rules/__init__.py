@@ -17,6 +17,7 @@ from vmplane.sandbox.aws.rules import (
     ec2_tags_groups,
     elbv2,
     iam,
+    more,
     route53,
     s3_ssm,
     scheduler,
@@ -34,6 +35,7 @@ RULES: tuple[Rule, ...] = (
     *autoscaling.RULES,
     *s3_ssm.RULES,
     *scheduler.RULES,
+    *more.RULES,
 )
 
 
