@@ -3,6 +3,7 @@ name checks several services answer alike, and the setup most examples start fro
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -115,6 +116,20 @@ def instance_state(req: AwsRequest, instance_id: str) -> str | None:
         for inst in reservation.instances:
             if inst.id == instance_id:
                 return str(inst._state.name)
+    return None
+
+
+def when(value: Any) -> dt.datetime | None:
+    """A timestamp member as a UTC datetime, whichever way the protocol carried it (datetime, epoch, ISO)."""
+    if isinstance(value, dt.datetime):
+        return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+    if isinstance(value, int | float):
+        return dt.datetime.fromtimestamp(float(value), dt.UTC)
+    if isinstance(value, str):
+        try:
+            return when(dt.datetime.fromisoformat(value.replace("Z", "+00:00")))
+        except ValueError:
+            return None
     return None
 
 

@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 from vmplane.sandbox.aws.rule import AwsFault, AwsRequest, Clients, Rule
-from vmplane.sandbox.aws.rules._common import ami, backend, fault, p, request, subnet, vpc
+from vmplane.sandbox.aws.rules._common import ami, backend, fault, p, request, subnet, vpc, when
 
 _API = "https://docs.aws.amazon.com/autoscaling/ec2/APIReference/API_{}.html"
 _SCHEDULED = "https://docs.aws.amazon.com/autoscaling/ec2/userguide/ec2-auto-scaling-scheduled-scaling.html"
@@ -82,11 +82,9 @@ def _recurrence(req: AwsRequest) -> AwsFault | None:
 
 
 def _start_time(req: AwsRequest) -> AwsFault | None:
-    start = p(req, "StartTime")
-    if isinstance(start, dt.datetime):
-        when = start if start.tzinfo else start.replace(tzinfo=dt.UTC)
-        if when < dt.datetime.now(dt.UTC):
-            return _bad("Given start time is in the past")
+    start = when(p(req, "StartTime"))
+    if start is not None and start < dt.datetime.now(dt.UTC):
+        return _bad("Given start time is in the past")
     return None
 
 

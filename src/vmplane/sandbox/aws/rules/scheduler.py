@@ -9,7 +9,7 @@ import zoneinfo
 from typing import Any
 
 from vmplane.sandbox.aws.rule import AwsFault, AwsRequest, Clients, Rule
-from vmplane.sandbox.aws.rules._common import fault, p, request
+from vmplane.sandbox.aws.rules._common import fault, p, request, when
 
 _TYPES = "https://docs.aws.amazon.com/scheduler/latest/UserGuide/schedule-types.html"
 _API = "https://docs.aws.amazon.com/scheduler/latest/APIReference/API_CreateSchedule.html"
@@ -99,8 +99,8 @@ def _window(req: AwsRequest) -> AwsFault | None:
 
 
 def _dates(req: AwsRequest) -> AwsFault | None:
-    start, end = p(req, "StartDate"), p(req, "EndDate")
-    if isinstance(start, dt.datetime) and isinstance(end, dt.datetime) and end <= start:
+    start, end = when(p(req, "StartDate")), when(p(req, "EndDate"))
+    if start is not None and end is not None and end <= start:
         return _bad("The EndDate must be later than the StartDate.")
     return None
 
