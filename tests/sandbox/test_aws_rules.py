@@ -75,3 +75,15 @@ def test_every_rule_is_sourced_unique_and_exemplified() -> None:
         assert r.id.startswith(f"{r.service}."), r.id
         assert r.source.startswith(("https://docs.aws.amazon.com/", "https://github.com/")), r.id
         assert r.example is not None and r.summary and r.code and r.operations, r.id
+
+
+def test_the_readme_lists_the_catalogue_as_generated() -> None:
+    from pathlib import Path
+
+    from vmplane.sandbox.aws.rules import markdown
+
+    text = (Path(__file__).parents[2] / "README.md").read_text()
+    begin, end = "<!-- aws-rules:begin -->\n", "<!-- aws-rules:end -->"
+    assert text[text.index(begin) + len(begin) : text.index(end)] == markdown(), (
+        "regenerate with: python -m vmplane.sandbox.aws.rules --markdown"
+    )
