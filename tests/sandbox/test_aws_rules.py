@@ -87,3 +87,34 @@ def test_the_readme_lists_the_catalogue_as_generated() -> None:
     assert text[text.index(begin) + len(begin) : text.index(end)] == markdown(), (
         "regenerate with: python -m vmplane.sandbox.aws.rules --markdown"
     )
+
+
+def test_what_aws_has_deleted_no_longer_blocks_a_teardown(clients: Any) -> None:
+    """moto keeps a deleted NAT gateway's interface (its address still mapped) and a terminated
+    instance's: the in-use rules must not count them, or a destroy would retry until its deadline."""
+    from vmplane.sandbox.aws.rules import ec2_network, ec2_routes
+
+    ec2 = clients("ec2")
+    vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+    igw = ec2.create_internet_gateway()["InternetGateway"]["InternetGatewayId"]
+    ec2.attach_internet_gateway(InternetGatewayId=igw, VpcId=vpc)
+    subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.0.1.0/24")["Subnet"]["SubnetId"]
+    group = ec2.create_security_group(GroupName="g", Description="d", VpcId=vpc)["GroupId"]
+    alloc = ec2.allocate_address(Domain="vpc")["AllocationId"]
+    nat = ec2.create_nat_gateway(SubnetId=subnet, AllocationId=alloc)["NatGateway"]["NatGatewayId"]
+    iid = ec2.run_instances(ImageId="ami-12c6146b", MinCount=1, MaxCount=1, SubnetId=subnet, SecurityGroupIds=[group])
+    iid = iid["Instances"][0]["InstanceId"]
+
+    def refused(rules: tuple[Rule, ...], operation: str, **params: Any) -> set[str]:
+        req = AwsRequest("ec2", operation, params)
+        return {r.id for r in rules if operation in r.operations and r.check(req) is not None}
+
+    detach = {"InternetGatewayId": igw, "VpcId": vpc}
+    assert refused(ec2_network.RULES, "DetachInternetGateway", **detach) == {"ec2.detach-igw-with-mapped-address"}
+    assert refused(ec2_network.RULES, "DeleteSecurityGroup", GroupId=group) == {"ec2.delete-group-attached"}
+    ec2.delete_nat_gateway(NatGatewayId=nat)
+    ec2.terminate_instances(InstanceIds=[iid])
+    assert refused(ec2_network.RULES, "DetachInternetGateway", **detach) == set()
+    assert refused(ec2_routes.RULES, "ReleaseAddress", AllocationId=alloc) == set()
+    assert refused(ec2_network.RULES, "DeleteSecurityGroup", GroupId=group) == set()
+    assert refused(ec2_network.RULES, "DeleteSubnet", SubnetId=subnet) == set()

@@ -110,6 +110,23 @@ def instance(clients: Clients, subnet_id: str, groups: Sequence[str] = ()) -> st
     return str(made["Instances"][0]["InstanceId"])
 
 
+def eni_live(req: AwsRequest, eni: Any) -> bool:
+    """Whether an interface still exists on AWS. moto keeps a terminated instance's interface and a deleted
+    NAT gateway's (with its address mapped) where AWS deletes them: counting those would block a
+    teardown forever."""
+    inst = getattr(eni, "instance", None)
+    if inst is not None and inst._state.name == "terminated":
+        return False
+    for nat in ec2(req).nat_gateways.values():
+        if getattr(nat, "_eni", None) is eni and nat.state in ("deleting", "deleted", "failed"):
+            return False
+    return True
+
+
+def live_enis(req: AwsRequest) -> list[Any]:
+    return [eni for eni in ec2(req).enis.values() if eni_live(req, eni)]
+
+
 def instance_state(req: AwsRequest, instance_id: str) -> str | None:
     """The instance's state name in moto, or None when moto has no such instance."""
     for reservation in ec2(req).reservations.values():

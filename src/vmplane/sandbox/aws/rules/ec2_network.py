@@ -13,10 +13,12 @@ from vmplane.sandbox.aws.rules._common import (
     EC2_API,
     EC2_ERRORS,
     ec2,
+    eni_live,
     fault,
     group,
     igw,
     instance,
+    live_enis,
     p,
     request,
     subnet,
@@ -28,7 +30,7 @@ def _mapped_addresses(req: AwsRequest, vpc_id: str) -> list[Any]:
     mapped = []
     for address in ec2(req).addresses:
         eni = address.eni or (address.instance.nics[0] if address.instance and address.instance.nics else None)
-        if eni is not None and eni.subnet.vpc_id == vpc_id:
+        if eni is not None and eni_live(req, eni) and eni.subnet.vpc_id == vpc_id:
             mapped.append(address)
     return mapped
 
@@ -54,7 +56,7 @@ def _ex_detach_igw_mapped(clients: Clients) -> AwsRequest:
 
 
 def _enis_with_group(req: AwsRequest, group_id: str) -> list[Any]:
-    return [eni for eni in ec2(req).enis.values() if any(g.id == group_id for g in eni.group_set)]
+    return [eni for eni in live_enis(req) if any(g.id == group_id for g in eni.group_set)]
 
 
 def _referencing_groups(req: AwsRequest, group_id: str) -> list[str]:
@@ -128,7 +130,7 @@ def _ex_delete_sg_default(clients: Clients) -> AwsRequest:
 
 def _delete_subnet_in_use(req: AwsRequest) -> AwsFault | None:
     sid = p(req, "SubnetId")
-    if any(eni.subnet.id == sid for eni in ec2(req).enis.values()):
+    if any(eni.subnet.id == sid for eni in live_enis(req)):
         return fault("DependencyViolation", f"The subnet '{sid}' has dependencies and cannot be deleted.")
     return None
 
@@ -167,7 +169,7 @@ def _ex_delete_vpc_groups(clients: Clients) -> AwsRequest:
 
 def _delete_eni_in_use(req: AwsRequest) -> AwsFault | None:
     eni = ec2(req).enis.get(p(req, "NetworkInterfaceId"))
-    if eni is not None and eni.instance is not None:
+    if eni is not None and eni.instance is not None and eni_live(req, eni):
         return fault("InvalidNetworkInterface.InUse", f"Interface: [{eni.id}] in use.")
     return None
 

@@ -6,7 +6,19 @@ from __future__ import annotations
 from typing import Any
 
 from vmplane.sandbox.aws.rule import AwsFault, AwsRequest, Clients, Rule
-from vmplane.sandbox.aws.rules._common import EC2_API, EC2_ERRORS, ec2, fault, igw, instance, p, request, subnet, vpc
+from vmplane.sandbox.aws.rules._common import (
+    EC2_API,
+    EC2_ERRORS,
+    ec2,
+    eni_live,
+    fault,
+    igw,
+    instance,
+    p,
+    request,
+    subnet,
+    vpc,
+)
 
 
 def _address(req: AwsRequest) -> Any:
@@ -18,7 +30,11 @@ def _address(req: AwsRequest) -> Any:
 
 def _release_associated(req: AwsRequest) -> AwsFault | None:
     address = _address(req)
-    if address is not None and (address.eni is not None or address.instance is not None):
+    eni = address.eni if address is not None else None
+    held = eni is not None and eni_live(req, eni)
+    if address is not None and (
+        held or (address.instance is not None and address.instance._state.name != "terminated")
+    ):
         return fault("InvalidIPAddress.InUse", f"Address {address.public_ip} is in use.")
     return None
 
