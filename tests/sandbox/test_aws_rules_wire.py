@@ -150,3 +150,26 @@ def test_a_target_group_takes_fifty_tags(strict: str) -> None:
     with pytest.raises(ClientError) as e:
         c("elbv2").add_tags(ResourceArns=[arn["TargetGroupArn"]], Tags=[{"Key": "one-more", "Value": "v"}])
     assert e.value.response["Error"]["Code"] == "TooManyTags"
+
+
+def test_scheduled_action_names_are_per_group(strict: str) -> None:
+    """The old sandbox kept one action per name: the second group's `stop` replaced the first's."""
+    _reset(strict)
+    c = _clients(strict)
+    subnet = _network(c, gateway=False)
+    c("ec2").create_launch_template(LaunchTemplateName="web", LaunchTemplateData={"ImageId": "ami-12c6146b"})
+    asg = c("autoscaling")
+    for group in ("a", "b"):
+        asg.create_auto_scaling_group(
+            AutoScalingGroupName=group, LaunchTemplate={"LaunchTemplateName": "web"}, MinSize=0, MaxSize=1,
+            VPCZoneIdentifier=subnet,
+        )  # fmt: skip
+        asg.put_scheduled_update_group_action(
+            AutoScalingGroupName=group, ScheduledActionName="stop", Recurrence="0 20 * * *", MinSize=0
+        )
+    for group in ("a", "b"):
+        found = asg.describe_scheduled_actions(AutoScalingGroupName=group)["ScheduledUpdateGroupActions"]
+        assert [a["ScheduledActionName"] for a in found] == ["stop"]
+    asg.delete_scheduled_action(AutoScalingGroupName="a", ScheduledActionName="stop")
+    assert asg.describe_scheduled_actions(AutoScalingGroupName="a")["ScheduledUpdateGroupActions"] == []
+    assert len(asg.describe_scheduled_actions(AutoScalingGroupName="b")["ScheduledUpdateGroupActions"]) == 1

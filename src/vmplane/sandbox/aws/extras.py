@@ -10,6 +10,8 @@ process by `install()` (serve.py, and tests that serve the strict layer in-proce
 - SSM: the public Ubuntu 24.04 amd64 image parameter exists (moto has only Amazon Linux's); it points at
   the Ubuntu image moto holds, which is not 24.04: the sandbox cannot run the real image.
 - ELB: a resource takes 50 tags by AddTags, as on AWS (moto stops at 10).
+- Auto Scaling: a scheduled action's name is unique per group, as on AWS (moto keys them by name
+  alone, so a second group's action of the same name replaced the first's).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ def install() -> None:
         _nat()
         _ssm()
         _elb_tags()
+        _scheduled_actions()
         _installed = True
 
 
@@ -126,3 +129,24 @@ def _elb_tags() -> None:
             self.tagging_service.tag_resource(arn, tags)
 
     ELBv2Backend.add_tags = add_tags  # type: ignore[method-assign]
+
+
+def _scheduled_actions() -> None:
+    from moto.autoscaling.exceptions import ValidationError
+    from moto.autoscaling.models import AutoScalingBackend
+
+    original = AutoScalingBackend.put_scheduled_update_group_action
+
+    def put(self: Any, name: str, *args: Any, **kwargs: Any) -> Any:
+        action = original(self, name, *args, **kwargs)
+        # moto stored it under its name alone: keep it under (group, name) instead.
+        self.scheduled_actions.pop(action.scheduled_action_name, None)
+        self.scheduled_actions[f"{name}\x00{action.scheduled_action_name}"] = action
+        return action
+
+    def delete(self: Any, auto_scaling_group_name: str, scheduled_action_name: str) -> None:
+        if self.scheduled_actions.pop(f"{auto_scaling_group_name}\x00{scheduled_action_name}", None) is None:
+            raise ValidationError("Scheduled action name not found")
+
+    AutoScalingBackend.put_scheduled_update_group_action = put  # type: ignore[method-assign]
+    AutoScalingBackend.delete_scheduled_action = delete  # type: ignore[method-assign]
