@@ -65,6 +65,8 @@ def _moto_answer(clients: Any, req: AwsRequest) -> str | None:
         getattr(clients(req.service), xform_name(req.operation))(**req.params)
     except ClientError as e:
         return str(e.response["Error"]["Code"])
+    except Exception as e:  # moto's own failure (a 500 on the wire): not AWS's answer either
+        return f"moto raised {type(e).__name__}"
     return None
 
 

@@ -158,6 +158,35 @@ def _ex_s3_reserved(clients: Clients) -> AwsRequest:
     )
 
 
+def _lb_groups(req: AwsRequest) -> AwsFault | None:
+    ec2 = backend("ec2", req)
+    for gid in p(req, "SecurityGroups") or ():
+        if ec2.get_security_group_from_id(gid) is None:
+            return fault("InvalidSecurityGroup", f"Security group '{gid}' does not exist")
+    return None
+
+
+def _ex_lb_groups(clients: Clients) -> AwsRequest:
+    v = vpc(clients)
+    a, b = subnet(clients, v, "10.0.1.0/24", "us-east-1a"), subnet(clients, v, "10.0.2.0/24", "us-east-1b")
+    return request("elbv2", "CreateLoadBalancer", Name="web", Subnets=[a, b], SecurityGroups=["sg-0123456789abcdef0"])
+
+
+def _schedule_group(req: AwsRequest) -> AwsFault | None:
+    name = p(req, "GroupName")
+    if name and name != "default" and name not in backend("scheduler", req).schedule_groups:
+        return fault("ResourceNotFoundException", f"Schedule group {name} does not exist.", 404)
+    return None
+
+
+def _ex_schedule_group(clients: Clients) -> AwsRequest:
+    target = {"Arn": "arn:aws:lambda:us-east-1:123456789012:function:f", "RoleArn": "arn:aws:iam::123456789012:role/r"}
+    return request(
+        "scheduler", "CreateSchedule", Name="nightly", GroupName="vmplane-missing", ScheduleExpression="rate(1 hour)",
+        FlexibleTimeWindow={"Mode": "OFF"}, Target=target,
+    )  # fmt: skip
+
+
 RULES = (
     Rule("elbv2.target-group-port-required", "elbv2", ("CreateTargetGroup",),
          "A target group for instance or IP targets needs a Port", ELB_API.format("CreateTargetGroup"),
@@ -182,6 +211,12 @@ RULES = (
          "A group's launch template must exist",
          "https://docs.aws.amazon.com/autoscaling/ec2/userguide/ts-as-launch-template.html", _asg_template,
          "ValidationError", _ex_asg_template),
+    Rule("elbv2.lb-security-group-exists", "elbv2", ("CreateLoadBalancer",),
+         "A load balancer's security groups must exist", ELB_API.format("CreateLoadBalancer"), _lb_groups,
+         "InvalidSecurityGroup", _ex_lb_groups),
+    Rule("scheduler.group-exists", "scheduler", ("CreateSchedule", "UpdateSchedule"),
+         "A schedule's group must exist", "https://docs.aws.amazon.com/scheduler/latest/APIReference/API_CreateSchedule.html",
+         _schedule_group, "ResourceNotFoundException", _ex_schedule_group),
     Rule("s3.tag-key-aws-prefix", "s3", ("PutBucketTagging",), "Tag keys starting with aws: are reserved on buckets",
          "https://docs.aws.amazon.com/AmazonS3/latest/API/API_PutBucketTagging.html", _s3_reserved, "InvalidTag",
          _ex_s3_reserved),
