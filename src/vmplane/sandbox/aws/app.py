@@ -163,7 +163,10 @@ def build_app(wrappers: Sequence[Wrapper] = (), lenient: bool | None = None) -> 
     from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
 
     moto: WsgiApp = DomainDispatcherApplication(create_backend_app)
-    app: WsgiApp = StrictLayer(moto, _catalogue(), lenient_from_env() if lenient is None else lenient)
+    strict = StrictLayer(moto, _catalogue(), lenient_from_env() if lenient is None else lenient)
+    if not strict.lenient:
+        threading.Thread(target=request.preload, name="aws-models", daemon=True).start()
+    app: WsgiApp = strict
     for wrap in wrappers:
         app = wrap(app)
     return app

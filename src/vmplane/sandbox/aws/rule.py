@@ -19,7 +19,10 @@ from typing import Any, Protocol
 class AwsRequest:
     service: str  # botocore's service name: "ec2", "elbv2", "iam", "acm", "route53", ...
     operation: str  # the operation's name in the model: "CreateVpc"
-    params: Mapping[str, Any]  # the input as boto3 was given it (member names of the input shape)
+    # The input as boto3 was given it (member names of the input shape). Read from the wire: numbers and
+    # booleans typed by the model; timestamps a datetime (query, XML) or epoch seconds (JSON); a value that
+    # does not parse stays text (the model check refuses it before any rule sees it).
+    params: Mapping[str, Any]
     region: str = "us-east-1"
     account: str = "123456789012"
 
