@@ -26,9 +26,6 @@ def main() -> None:
     logging.getLogger("werkzeug").setLevel(logging.WARNING)  # moto's per-request lines, as before
     # Lets the sandbox attach AWS managed policies such as AmazonSSMManagedInstanceCore.
     os.environ["MOTO_IAM_LOAD_MANAGED_POLICIES"] = "true"
-    # moto marks a DNS-validated certificate ISSUED once this many seconds have passed (it never looks
-    # at the validation record). AWS takes minutes after the record exists; the sandbox does not wait.
-    os.environ["MOTO_ACM_VALIDATION_WAIT"] = "0"
     injector = None
     if args.faults:
         from pathlib import Path
@@ -57,10 +54,13 @@ def main() -> None:
     from moto.moto_server.werkzeug_app import MotoRequestHandler
     from werkzeug.serving import make_server
 
-    from vmplane.sandbox.aws import moto_speed
+    from vmplane.sandbox.aws import extras, moto_speed
     from vmplane.sandbox.aws.app import Wrapper, build_app
 
     moto_speed.install()  # same answers; a describe no longer scans every tag of the region per resource
+    # What AWS does after accepting a request (ACM issues once its record exists, NAT fails without a
+    # gateway, ...): see extras.py.
+    extras.install()
     # More middlewares (a fault profile) wrap the strict layer from outside: see build_app.
     wrappers: list[Wrapper] = []
     if injector is not None:
