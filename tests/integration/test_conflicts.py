@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from tests.helpers import Cli, Sandbox, write_env
 
+from vmplane.clouds.aws.iam import ASSUME_ROLE_POLICY
 from vmplane.jobs.precheck import UNBORN_JOB
 
 NAME = "itest-taken"
@@ -40,7 +41,10 @@ def test_taken_names_refuse_apply_before_any_job_and_nothing_is_created(cli: Cli
     env_file = write_env(tmp_path, NAME, example="web.jsonc")
     iam = sandbox.client("iam")
     iam.create_role(
-        RoleName=ROLE, AssumeRolePolicyDocument="{}", Tags=[{"Key": "zop:jobId", "Value": "tf-stack-itest"}]
+        # A trust policy IAM accepts: the strict sandbox, like IAM, refuses "{}" (MalformedPolicyDocument).
+        RoleName=ROLE,
+        AssumeRolePolicyDocument=ASSUME_ROLE_POLICY,
+        Tags=[{"Key": "zop:jobId", "Value": "tf-stack-itest"}],
     )
     _record(sandbox, "CREATE")
     try:

@@ -37,7 +37,7 @@ MAX_SESSIONS = 10_000  # memory bound: the oldest sessions go first
 class Session:
     token: str  # the API token; never rendered, logged or sent back
     csrf: str = field(default_factory=lambda: secrets.token_urlsafe(32))
-    last_used: float = field(default_factory=time.monotonic)
+    last_used: float = field(default_factory=lambda: time.monotonic())  # looked up per session, not at import
 
 
 class Sessions:
