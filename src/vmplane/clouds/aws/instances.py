@@ -135,35 +135,26 @@ def run_instance(
     aws: AwsClients, ctx: Context, pool_name: str, name: str, subnet: str, token_suffix: str = ""
 ) -> dict[str, Any]:
     infra = ctx.infra
-
-    def launch() -> dict[str, Any]:
-        try:
-            return dict(
-                aws_call(
-                    aws.ec2.run_instances,
-                    LaunchTemplate={
-                        "LaunchTemplateId": infra.LaunchTemplateID[pool_name],
-                        "Version": str(infra.LaunchTemplateVersion[pool_name]),
-                    },
-                    SubnetId=subnet,
-                    MinCount=1,
-                    MaxCount=1,
-                    # Same token on a retry after a crash: AWS returns the first instance, not a new one.
-                    ClientToken=tokens.run_instances_token(ctx.job_id, name, token_suffix),
-                    # Tagged here as well as in the template: tags must not depend on propagation.
-                    TagSpecifications=[
-                        *tag_spec("instance", ctx.tagger.tags("vm", name)),
-                        *tag_spec("volume", ctx.tagger.tags("volume", f"{name}-root")),
-                        *tag_spec("network-interface", ctx.tagger.tags("vm-eni", f"{name}-eni")),
-                    ],
-                )["Instances"][0]
-            )
-        except InvalidRequestError as err:
-            if profile_not_yet_visible(err):
-                raise TransientError(str(err), code=err.code, operation=err.operation) from err
-            raise
-
-    return retry(launch, what=f"launch {name}", timeout=IAM_PROPAGATION_TIMEOUT)
+    launched = call_retrying_profile(
+        aws.ec2.run_instances,
+        f"launch {name}",
+        LaunchTemplate={
+            "LaunchTemplateId": infra.LaunchTemplateID[pool_name],
+            "Version": str(infra.LaunchTemplateVersion[pool_name]),
+        },
+        SubnetId=subnet,
+        MinCount=1,
+        MaxCount=1,
+        # Same token on a retry after a crash: AWS returns the first instance, not a new one.
+        ClientToken=tokens.run_instances_token(ctx.job_id, name, token_suffix),
+        # Tagged here as well as in the template: tags must not depend on propagation.
+        TagSpecifications=[
+            *tag_spec("instance", ctx.tagger.tags("vm", name)),
+            *tag_spec("volume", ctx.tagger.tags("volume", f"{name}-root")),
+            *tag_spec("network-interface", ctx.tagger.tags("vm-eni", f"{name}-eni")),
+        ],
+    )
+    return dict(launched["Instances"][0])
 
 
 def record_instance(rec: VMRecord, inst: dict[str, Any]) -> None:
