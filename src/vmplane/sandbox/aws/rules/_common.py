@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from vmplane.sandbox.aws.rule import AwsFault, AwsRequest, Clients
+from vmplane.sandbox.aws.rule import AwsFault, AwsRequest, Clients, Rule
 
 EC2_ERRORS = "https://docs.aws.amazon.com/AWSEC2/latest/APIReference/errors-overview.html"
 EC2_API = "https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_{}.html"
@@ -152,3 +152,12 @@ def when(value: Any) -> dt.datetime | None:
 
 def request(service: str, operation: str, **params: Any) -> AwsRequest:
     return AwsRequest(service=service, operation=operation, params=params)
+
+
+def make_rule(
+    service: str, rid: str, ops: str | tuple[str, ...], summary: str, source: str, check: Any, code: str, example: Any
+) -> Rule:
+    """A rule of one service, its id `<service>.<rid>`; `ops` one operation's name or several."""
+    return Rule(
+        f"{service}.{rid}", service, (ops,) if isinstance(ops, str) else ops, summary, source, check, code, example
+    )

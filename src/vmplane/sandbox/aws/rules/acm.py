@@ -4,10 +4,10 @@ sandbox/aws/extras.py, which keeps a certificate pending until its validation re
 
 from __future__ import annotations
 
-from typing import Any
+from functools import partial
 
-from vmplane.sandbox.aws.rule import AwsFault, AwsRequest, Clients, Rule
-from vmplane.sandbox.aws.rules._common import backend, fault, p, request, subnet, vpc
+from vmplane.sandbox.aws.rule import AwsFault, AwsRequest, Clients
+from vmplane.sandbox.aws.rules._common import backend, fault, make_rule, p, request, subnet, vpc
 
 _API = "https://docs.aws.amazon.com/acm/latest/APIReference/API_{}.html"
 
@@ -65,8 +65,7 @@ def _ex_validation_domains(clients: Clients) -> AwsRequest:
     )  # fmt: skip
 
 
-def _rule(rid: str, op: str, summary: str, source: str, check: Any, code: str, example: Any) -> Rule:
-    return Rule(f"acm.{rid}", "acm", (op,), summary, source, check, code, example)
+_rule = partial(make_rule, "acm")
 
 
 RULES = (

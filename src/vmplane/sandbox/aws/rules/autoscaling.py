@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from functools import partial
 from typing import Any
 
-from vmplane.sandbox.aws.rule import AwsFault, AwsRequest, Clients, Rule
-from vmplane.sandbox.aws.rules._common import ami, backend, fault, p, request, subnet, vpc, when
+from vmplane.sandbox.aws.rule import AwsFault, AwsRequest, Clients
+from vmplane.sandbox.aws.rules._common import ami, backend, fault, make_rule, p, request, subnet, vpc, when
 
 _API = "https://docs.aws.amazon.com/autoscaling/ec2/APIReference/API_{}.html"
 _SCHEDULED = "https://docs.aws.amazon.com/autoscaling/ec2/userguide/ec2-auto-scaling-scheduled-scaling.html"
@@ -143,8 +144,7 @@ def _scheduled(clients: Clients, **kw: Any) -> AwsRequest:
     )
 
 
-def _rule(rid: str, ops: tuple[str, ...], summary: str, source: str, check: Any, code: str, example: Any) -> Rule:
-    return Rule(f"autoscaling.{rid}", "autoscaling", ops, summary, source, check, code, example)
+_rule = partial(make_rule, "autoscaling")
 
 
 _PUT = ("PutScheduledUpdateGroupAction",)

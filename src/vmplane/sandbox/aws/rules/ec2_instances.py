@@ -7,9 +7,10 @@ from __future__ import annotations
 import base64
 import contextlib
 import ipaddress
+from functools import partial
 from typing import Any
 
-from vmplane.sandbox.aws.rule import AwsFault, AwsRequest, Clients, Rule
+from vmplane.sandbox.aws.rule import AwsFault, AwsRequest, Clients
 from vmplane.sandbox.aws.rules._common import (
     EC2_API,
     EC2_ERRORS,
@@ -18,6 +19,7 @@ from vmplane.sandbox.aws.rules._common import (
     fault,
     instance,
     instance_state,
+    make_rule,
     p,
     request,
     subnet,
@@ -134,8 +136,7 @@ def _ex_unknown_profile(clients: Clients) -> AwsRequest:
     )  # fmt: skip
 
 
-def _rule(rid: str, ops: tuple[str, ...], summary: str, source: str, check: Any, code: str, example: Any) -> Rule:
-    return Rule(f"ec2.{rid}", "ec2", ops, summary, source, check, code, example)
+_rule = partial(make_rule, "ec2")
 
 
 _MODIFY = ("ModifyInstanceAttribute",)

@@ -6,9 +6,10 @@ refuses each with DependencyViolation (the API reference of each call; errors-ov
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
-from vmplane.sandbox.aws.rule import AwsFault, AwsRequest, Clients, Rule
+from vmplane.sandbox.aws.rule import AwsFault, AwsRequest, Clients
 from vmplane.sandbox.aws.rules._common import (
     EC2_API,
     EC2_ERRORS,
@@ -19,6 +20,7 @@ from vmplane.sandbox.aws.rules._common import (
     igw,
     instance,
     live_enis,
+    make_rule,
     p,
     request,
     subnet,
@@ -199,8 +201,7 @@ def _ex_nat_subnet_delete(clients: Clients) -> AwsRequest:
     return request("ec2", "DeleteSubnet", SubnetId=s)
 
 
-def _rule(rid: str, op: str, summary: str, source: str, check: Any, code: str, example: Any) -> Rule:
-    return Rule(f"ec2.{rid}", "ec2", (op,), summary, source, check, code, example)
+_rule = partial(make_rule, "ec2")
 
 
 RULES = (

@@ -3,9 +3,10 @@ associated; a route table routes a destination once, to a gateway of its own VPC
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
-from vmplane.sandbox.aws.rule import AwsFault, AwsRequest, Clients, Rule
+from vmplane.sandbox.aws.rule import AwsFault, AwsRequest, Clients
 from vmplane.sandbox.aws.rules._common import (
     EC2_API,
     EC2_ERRORS,
@@ -14,6 +15,7 @@ from vmplane.sandbox.aws.rules._common import (
     fault,
     igw,
     instance,
+    make_rule,
     p,
     request,
     subnet,
@@ -105,8 +107,7 @@ def _ex_route_igw_other_vpc(clients: Clients) -> AwsRequest:
     return request("ec2", "CreateRoute", RouteTableId=table, DestinationCidrBlock="0.0.0.0/0", GatewayId=gw)
 
 
-def _rule(rid: str, op: str, summary: str, source: str, check: Any, code: str, example: Any) -> Rule:
-    return Rule(f"ec2.{rid}", "ec2", (op,), summary, source, check, code, example)
+_rule = partial(make_rule, "ec2")
 
 
 RULES = (

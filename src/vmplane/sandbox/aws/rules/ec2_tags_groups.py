@@ -5,9 +5,10 @@ moto checks (EC2's model states no lengths or patterns, so the strict layer cann
 from __future__ import annotations
 
 import re
+from functools import partial
 from typing import Any
 
-from vmplane.sandbox.aws.rule import AwsFault, AwsRequest, Clients, Rule
+from vmplane.sandbox.aws.rule import AwsFault, AwsRequest, Clients
 from vmplane.sandbox.aws.rules._common import (
     EC2_API,
     EC2_ERRORS,
@@ -16,6 +17,7 @@ from vmplane.sandbox.aws.rules._common import (
     ec2_tags,
     fault,
     group,
+    make_rule,
     over,
     p,
     request,
@@ -166,8 +168,7 @@ def _ex_port_range(clients: Clients) -> AwsRequest:
     return request("ec2", "AuthorizeSecurityGroupIngress", GroupId=group(clients, vpc(clients)), IpPermissions=perms)
 
 
-def _rule(rid: str, ops: tuple[str, ...], summary: str, source: str, check: Any, code: str, example: Any) -> Rule:
-    return Rule(f"ec2.{rid}", "ec2", ops, summary, source, check, code, example)
+_rule = partial(make_rule, "ec2")
 
 
 _PERMS = ("AuthorizeSecurityGroupIngress", "AuthorizeSecurityGroupEgress")

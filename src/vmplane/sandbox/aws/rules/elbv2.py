@@ -3,9 +3,10 @@ certificates that are not issued, targets that do not exist, and what moto never
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
-from vmplane.sandbox.aws.rule import AwsFault, AwsRequest, Clients, Rule
+from vmplane.sandbox.aws.rule import AwsFault, AwsRequest, Clients
 from vmplane.sandbox.aws.rules._common import (
     ELB_API,
     backend,
@@ -13,6 +14,7 @@ from vmplane.sandbox.aws.rules._common import (
     elb_name_problem,
     fault,
     instance,
+    make_rule,
     p,
     request,
     subnet,
@@ -256,8 +258,7 @@ def _ex_deletion_protected(clients: Clients) -> AwsRequest:
     return request("elbv2", "DeleteLoadBalancer", LoadBalancerArn=lb)
 
 
-def _rule(rid: str, ops: tuple[str, ...], summary: str, source: str, check: Any, code: str, example: Any) -> Rule:
-    return Rule(f"elbv2.{rid}", "elbv2", ops, summary, source, check, code, example)
+_rule = partial(make_rule, "elbv2")
 
 
 _LB, _TG, _LISTEN = (

@@ -4,10 +4,11 @@ case, and the per-role quotas (10 managed policies, 10,240 characters of inline 
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
 
-from vmplane.sandbox.aws.rule import AwsFault, AwsRequest, Clients, Rule
-from vmplane.sandbox.aws.rules._common import backend, fault, p, request
+from vmplane.sandbox.aws.rule import AwsFault, AwsRequest, Clients
+from vmplane.sandbox.aws.rules._common import backend, fault, make_rule, p, request
 
 _PRINCIPAL = "https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_principal.html"
 _TRUST = "https://docs.aws.amazon.com/IAM/latest/APIReference/API_CreateRole.html"
@@ -159,8 +160,7 @@ def _ex_inline_quota(clients: Clients) -> AwsRequest:
     return request("iam", "PutRolePolicy", RoleName="web", PolicyName="big", PolicyDocument=doc)
 
 
-def _rule(rid: str, ops: tuple[str, ...], summary: str, source: str, check: Any, code: str, example: Any) -> Rule:
-    return Rule(f"iam.{rid}", "iam", ops, summary, source, check, code, example)
+_rule = partial(make_rule, "iam")
 
 
 RULES = (

@@ -8,7 +8,7 @@ import ipaddress
 from typing import Any
 
 from vmplane.sandbox.aws.rule import AwsFault, AwsRequest, Clients, Rule
-from vmplane.sandbox.aws.rules._common import backend, fault, p, request
+from vmplane.sandbox.aws.rules._common import backend, fault, make_rule, p, request
 
 _API = "https://docs.aws.amazon.com/Route53/latest/APIReference/API_ChangeResourceRecordSets.html"
 _ALIAS = "https://docs.aws.amazon.com/Route53/latest/APIReference/API_AliasTarget.html"
@@ -229,7 +229,7 @@ def _ex_twice(clients: Clients) -> AwsRequest:
 
 
 def _rule(rid: str, summary: str, source: str, check: Any, example: Any) -> Rule:
-    return Rule(f"route53.{rid}", "route53", _OP, summary, source, check, "InvalidChangeBatch", example)
+    return make_rule("route53", rid, _OP, summary, source, check, "InvalidChangeBatch", example)
 
 
 RULES = (

@@ -9,7 +9,7 @@ import zoneinfo
 from typing import Any
 
 from vmplane.sandbox.aws.rule import AwsFault, AwsRequest, Clients, Rule
-from vmplane.sandbox.aws.rules._common import fault, p, request, when
+from vmplane.sandbox.aws.rules._common import fault, make_rule, p, request, when
 
 _TYPES = "https://docs.aws.amazon.com/scheduler/latest/UserGuide/schedule-types.html"
 _API = "https://docs.aws.amazon.com/scheduler/latest/APIReference/API_CreateSchedule.html"
@@ -120,7 +120,7 @@ def _schedule(expression: str, **kw: Any) -> Any:
 
 
 def _rule(rid: str, summary: str, source: str, check: Any, example: Any) -> Rule:
-    return Rule(f"scheduler.{rid}", "scheduler", _OPS, summary, source, check, "ValidationException", example)
+    return make_rule("scheduler", rid, _OPS, summary, source, check, "ValidationException", example)
 
 
 RULES = (
