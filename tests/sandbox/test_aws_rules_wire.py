@@ -7,7 +7,6 @@ an internet gateway fails, the Ubuntu 24.04 parameter resolves, ELB takes 50 tag
 
 from __future__ import annotations
 
-import threading
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
@@ -28,15 +27,11 @@ ANSWERED_BY_AN_EXTRA = frozenset({"elbv2.tags-over-50"})
 
 
 def _serve(lenient: bool) -> Iterator[str]:
-    from moto.moto_server.werkzeug_app import MotoRequestHandler
-    from werkzeug.serving import make_server
-
     from vmplane.sandbox.aws import extras
-    from vmplane.sandbox.aws.app import build_app
+    from vmplane.sandbox.aws.app import build_app, serve
 
     extras.install()
-    server = make_server("127.0.0.1", 0, build_app(lenient=lenient), threaded=True, request_handler=MotoRequestHandler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = serve(build_app(lenient=lenient))
     yield f"http://127.0.0.1:{server.server_port}"
     server.shutdown()
 

@@ -9,7 +9,6 @@ instead (noted in each case as `moto`), so each case fails there.
 from __future__ import annotations
 
 import json
-import threading
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -273,13 +272,9 @@ def _clients(endpoint: str) -> Clients:
 
 
 def _serve(lenient: bool) -> Iterator[str]:
-    from moto.moto_server.werkzeug_app import MotoRequestHandler
-    from werkzeug.serving import make_server
+    from vmplane.sandbox.aws.app import build_app, serve
 
-    from vmplane.sandbox.aws.app import build_app
-
-    server = make_server("127.0.0.1", 0, build_app(lenient=lenient), threaded=True, request_handler=MotoRequestHandler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = serve(build_app(lenient=lenient))
     yield f"http://127.0.0.1:{server.server_port}"
     server.shutdown()
 

@@ -51,11 +51,8 @@ def main() -> None:
             time.perf_counter() - started,
             gcp.discovery.revisions,
         )
-    from moto.moto_server.werkzeug_app import MotoRequestHandler
-    from werkzeug.serving import make_server
-
     from vmplane.sandbox.aws import extras, moto_speed
-    from vmplane.sandbox.aws.app import Wrapper, build_app
+    from vmplane.sandbox.aws.app import Wrapper, build_app, serve
 
     moto_speed.install()  # same answers; a describe no longer scans every tag of the region per resource
     # What AWS does after accepting a request (ACM issues once its record exists, NAT fails without a
@@ -67,9 +64,7 @@ def main() -> None:
         from vmplane.sandbox.faults_aws import AwsFaults
 
         wrappers.append(lambda inner: AwsFaults(inner, injector))
-    app = build_app(wrappers)
-    server = make_server("127.0.0.1", args.port, app, threaded=True, request_handler=MotoRequestHandler)
-    threading.Thread(target=server.serve_forever, name="aws-sandbox", daemon=True).start()
+    server = serve(build_app(wrappers), args.port)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())

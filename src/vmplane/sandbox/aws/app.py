@@ -172,6 +172,17 @@ def build_app(wrappers: Sequence[Wrapper] = (), lenient: bool | None = None) -> 
     return app
 
 
+def serve(app: WsgiApp, port: int = 0) -> Any:
+    """`app` on 127.0.0.1:`port` (0: a free one) with moto's request handler, from a daemon thread; the
+    werkzeug server is returned (`server_port`, `shutdown()`)."""
+    from moto.moto_server.werkzeug_app import MotoRequestHandler
+    from werkzeug.serving import make_server
+
+    server = make_server("127.0.0.1", port, app, threaded=True, request_handler=MotoRequestHandler)
+    threading.Thread(target=server.serve_forever, name="aws-sandbox", daemon=True).start()
+    return server
+
+
 def check(req: AwsRequest) -> list[model.Violation]:
     """The model's violations for an `AwsRequest` built in code (tests and the catalogue's examples)."""
     op = request.service_model(req.service).operation_model(req.operation)
