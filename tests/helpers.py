@@ -313,3 +313,13 @@ def start_postgres(base: Path) -> tuple[str, list[str]] | tuple[None, str]:
         return None, f"createdb failed: {created.stderr.strip()[-300:]}"
     stop = [*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"]
     return f"postgresql+psycopg://postgres@127.0.0.1:{port}/vmplane", stop
+
+
+def gcp_sandbox_alone() -> Iterator[str]:
+    """A GCP sandbox of the module's own, in this process (no moto): its endpoint, stopped after."""
+    from vmplane.sandbox.gcp.server import GcpSandbox
+
+    server = GcpSandbox(port=free_port())
+    server.start()
+    yield f"http://127.0.0.1:{server.port}"
+    server.stop()

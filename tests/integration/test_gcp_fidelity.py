@@ -13,7 +13,7 @@ import pytest
 from google.api_core.client_options import ClientOptions
 from google.auth.credentials import AnonymousCredentials
 from google.cloud import compute_v1 as c
-from tests.helpers import free_port
+from tests.helpers import gcp_sandbox_alone
 
 from vmplane.clouds.base import Context, Tagger
 from vmplane.clouds.errors import (
@@ -34,12 +34,7 @@ REGION = "us-central1"
 
 @pytest.fixture(scope="module")
 def endpoint() -> Iterator[str]:
-    from vmplane.sandbox.gcp.server import GcpSandbox
-
-    server = GcpSandbox(port=free_port())
-    server.start()
-    yield f"http://127.0.0.1:{server.port}"
-    server.stop()
+    yield from gcp_sandbox_alone()
 
 
 def _client(endpoint: str, name: str) -> Any:

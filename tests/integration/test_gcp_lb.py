@@ -20,7 +20,7 @@ from google.api_core.client_options import ClientOptions
 from google.api_core.exceptions import NotFound
 from google.auth.credentials import AnonymousCredentials
 from google.cloud import compute_v1
-from tests.helpers import free_port
+from tests.helpers import gcp_sandbox_alone
 
 from vmplane.clouds.base import API_CALLS, Context, Tagger
 from vmplane.clouds.errors import InvalidRequestError
@@ -39,12 +39,7 @@ JOB = "job-gcp-lb-1"
 
 @pytest.fixture(scope="module")
 def endpoint() -> Iterator[str]:
-    from vmplane.sandbox.gcp.server import GcpSandbox
-
-    server = GcpSandbox(port=free_port())
-    server.start()
-    yield f"http://127.0.0.1:{server.port}"
-    server.stop()
+    yield from gcp_sandbox_alone()
 
 
 _projects = iter(range(1, 1000))
