@@ -22,7 +22,8 @@ RUNTIME_HASH_PATH = "/etc/vmplane/runtime.sha256"
 
 
 def runtime_hash(spec: EnvSpec) -> str:
-    doc = {"env": spec.runtime.env, "files": spec.runtime.files, "mode": spec.bootstrap.mode.value}
+    runtime = spec.runtime.model_dump(mode="json", by_alias=True)
+    doc = {"env": runtime["env"], "files": runtime["files"], "mode": spec.bootstrap.mode.value}
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
 
@@ -46,8 +47,8 @@ def render_push_script(spec: EnvSpec, root: str = "") -> str:
     """The script the exec channel runs on every VM; prints what changed, exits non-zero on failure.
     `root` prefixes every path (a staging directory instead of `/`, as the tests run it)."""
     lines = ["set -euo pipefail", "changed=()"]
-    lines += _write(root + RUNTIME_ENV_PATH, _env_file(spec.runtime.env), "0600")
-    for path, content in sorted(spec.runtime.files.items()):
+    lines += _write(root + RUNTIME_ENV_PATH, _env_file(spec.runtime.plain_env()), "0600")
+    for path, content in sorted(spec.runtime.plain_files().items()):
         lines += _write(root + path, content, "0644")
     if spec.bootstrap.mode is BootstrapMode.nginx:
         conf = shlex.quote(root + NGINX_CONF_DIR + "/")

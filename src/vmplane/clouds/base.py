@@ -27,6 +27,7 @@ from vmplane.clouds.errors import (
     QuotaError,
     UnsupportedError,
 )
+from vmplane.clouds.secret_access import SecretAccess
 from vmplane.clouds.steps import DEFAULT_DEPENDS
 from vmplane.envspec.models import CertSource, Cloud, EnvSpec, ExecMode
 from vmplane.state import InfraConfig, VMRecord, VMState
@@ -366,6 +367,10 @@ class CloudDriver(abc.ABC):
     @abc.abstractmethod
     def outputs(self, spec: EnvSpec, infra: InfraConfig) -> dict[str, Any]:
         """The cloud-specific part of the inventory's outputs (stepRegisterSpace)."""
+
+    def secret_access(self) -> SecretAccess:
+        """The stores this cloud's VMs read their secrets from (clouds/secret_access.py)."""
+        raise self.unsupported("secret references")
 
     def unsupported(self, what: str) -> UnsupportedError:
         return UnsupportedError(f"{what}: not supported by the {self.cloud.value} driver", code="Unsupported")

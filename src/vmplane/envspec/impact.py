@@ -75,6 +75,9 @@ RULES: list[tuple[str, Impact]] = [
     ("runtime.env.*", Impact.runtime),
     ("runtime.files", Impact.runtime),
     ("runtime.files.*", Impact.runtime),
+    # A reference changed (another secret, another pinned version): the VMs fetch it at the next push.
+    ("runtime.env.*.secret", Impact.runtime),
+    ("runtime.files.*.secret", Impact.runtime),
     ("state", Impact.identity),  # where the stack's state lives: moving it is not an in-place change
     ("state.*", Impact.identity),
     ("loadBalancer", Impact.cloud),

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Tag, ValidationError
 
 from vmplane.envspec.jsonc import JsoncSyntaxError, JsonPath, Position, Positions, parse_jsonc
 from vmplane.envspec.models import DNS_LABEL, NETWORK_SYNONYMS, EnvSpec
@@ -241,7 +241,15 @@ def _resolve(loc: tuple[str | int, ...], data: Any) -> tuple[JsonPath, type[Base
                 continue
             tp = _member_for_tag(members, _tag_of(members, _node_at(data, tuple(path)))) or Any
         elif _is_union(tp) and isinstance(part, str):
-            continue  # a scalar union (int | str) names the member that failed: not a key either
+            # A scalar union (int | str) names the member that failed, a callable discriminator its tag
+            # (a runtime value's `plain-value`/`secret-ref`): not a key either.
+            if (member := _tagged_member(tp, part)) is not None:
+                tp = member
+                continue
+            models = [m for a in typing.get_args(tp) if isinstance(m := _unwrap(a), type) and issubclass(m, BaseModel)]
+            if not models or not isinstance(_node_at(data, tuple(path)), dict):
+                continue
+            tp = models[0]  # a key of the object member (a check after validation names it untagged)
         tp = _child_type(tp, part)
         path.append(part)
     return tuple(path), _model_at(tp, _node_at(data, tuple(path)))
@@ -281,6 +289,16 @@ def _unwrap(tp: Any) -> Any:
                 tp = rest[0]
                 continue
         return tp
+
+
+def _tagged_member(tp: Any, tag: str) -> Any:
+    """The member of a union whose `Tag` is `tag`, or None."""
+    for arg in typing.get_args(tp):
+        if typing.get_origin(arg) is typing.Annotated and any(
+            isinstance(m, Tag) and m.tag == tag for m in arg.__metadata__
+        ):
+            return typing.get_args(arg)[0]
+    return None
 
 
 def _is_union(tp: Any) -> bool:

@@ -19,6 +19,7 @@ from vmplane.envspec.base import DNS_LABEL, DNS_LABEL_RE, CertSource, Cloud, Exe
 from vmplane.envspec.percloud import DEFAULT_EXEC_MODE
 from vmplane.envspec.provider import AwsProvider, AzureProvider, GcpProvider, Provider, ProxmoxProvider
 from vmplane.envspec.schedule import Schedule
+from vmplane.envspec.secrets import RuntimeValue, Secret
 
 # Explicit: the cloud and provider names defined in base/provider/percloud are re-exported here.
 __all__ = [
@@ -47,6 +48,8 @@ __all__ = [
     "Provider",
     "ProxmoxProvider",
     "Runtime",
+    "RuntimeValue",
+    "Secret",
     "SpecModel",
     "TerraformState",
     "spec_json",
@@ -247,26 +250,38 @@ class Exec(SpecModel):
 
 
 class Runtime(SpecModel):
-    env: dict[str, str] = Field(default_factory=dict, description="Environment variables for workloads.")
-    files: dict[str, str] = Field(default_factory=dict, description="Absolute path on the VM -> file content.")
+    env: dict[str, RuntimeValue] = Field(
+        default_factory=dict,
+        description='Environment variables for workloads: a plain value, or {"secret": "<ref>"} read by the VM.',
+    )
+    files: dict[str, RuntimeValue] = Field(
+        default_factory=dict,
+        description='Absolute path on the VM -> file content, or {"secret": "<ref>"} (written root-only, 0600).',
+    )
 
     @field_validator("env")
     @classmethod
-    def _env_names(cls, v: dict[str, str]) -> dict[str, str]:
+    def _env_names(cls, v: dict[str, RuntimeValue]) -> dict[str, RuntimeValue]:
         for k, val in v.items():
             if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k):
                 raise ValueError(f"{k!r} is not a valid environment variable name")
-            if "\n" in val or "\r" in val:
+            if isinstance(val, str) and ("\n" in val or "\r" in val):
                 raise ValueError(f"{k}: values are one line (the env file holds one KEY=value per line)")
         return v
 
     @field_validator("files")
     @classmethod
-    def _abs_paths(cls, v: dict[str, str]) -> dict[str, str]:
+    def _abs_paths(cls, v: dict[str, RuntimeValue]) -> dict[str, RuntimeValue]:
         for k in v:
             if not k.startswith("/") or ".." in k.split("/"):
                 raise ValueError(f"{k!r} must be an absolute path without '..'")
         return v
+
+    def plain_env(self) -> dict[str, str]:
+        return {k: v for k, v in self.env.items() if isinstance(v, str)}
+
+    def plain_files(self) -> dict[str, str]:
+        return {k: v for k, v in self.files.items() if isinstance(v, str)}
 
 
 class HealthCheck(SpecModel):

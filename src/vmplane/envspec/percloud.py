@@ -15,6 +15,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from vmplane.envspec import cloudlimits
 from vmplane.envspec.base import CertSource, Cloud, ExecMode
+from vmplane.envspec.secrets import STORE_NAMES, Secret, SecretStore
 
 if TYPE_CHECKING:
     from vmplane.envspec.models import EnvSpec
@@ -36,6 +37,15 @@ POOL_DEFAULTS: dict[Cloud, dict[str, str]] = {
     # Google's Debian images do not run cloud-init (the bootstrap's carrier); its Ubuntu images do.
     Cloud.gcp: {"instanceType": "e2-small", "image": "ubuntu-24.04"},
     Cloud.azure: {"instanceType": "Standard_B2s", "image": "ubuntu-24.04"},
+}
+# The secret stores a VM of each cloud reads with its own identity; Proxmox VE has none, so its secrets come
+# from the operator's environment at push time. `env:` stays off the clouds: SSM and OS Config keep the
+# commands they ran, so a value sent inside one would be stored.
+SECRET_STORES: dict[Cloud, tuple[SecretStore, ...]] = {
+    Cloud.aws: (SecretStore.aws_sm, SecretStore.aws_ssm),
+    Cloud.gcp: (SecretStore.gcp_sm,),
+    Cloud.azure: (),
+    Cloud.proxmox: (SecretStore.env,),
 }
 PROXMOX_CORES, PROXMOX_MEMORY_MB = 2, 2048
 PROXMOX_ONLY = ("template", "cores", "memoryMb")
@@ -99,7 +109,14 @@ def _pool_defaults(cloud: Cloud, pool: Any) -> Any:
 
 def check(spec: EnvSpec) -> None:
     """Raise a ValidationError listing every setting that does not belong to the spec's cloud."""
-    errors = [*_exec(spec), *_network(spec), *_pools(spec), *_load_balancer(spec), *cloudlimits.check(spec)]
+    errors = [
+        *_exec(spec),
+        *_network(spec),
+        *_pools(spec),
+        *_load_balancer(spec),
+        *_secrets(spec),
+        *cloudlimits.check(spec),
+    ]
     if errors:
         raise ValidationError.from_exception_data("EnvSpec", errors)
 
@@ -185,6 +202,19 @@ def _load_balancer(spec: EnvSpec) -> list[InitErrorDetails]:
     if cloud is not Cloud.gcp and lb.dns_zone is not None:
         hint = "; use hostedZoneId (Route53)" if cloud is Cloud.aws else ""
         out.append(_error(("loadBalancer", "dnsZone"), lb.dns_zone, f"Cloud DNS (gcp) only{hint}"))
+    return out
+
+
+def _secrets(spec: EnvSpec) -> list[InitErrorDetails]:
+    cloud = spec.provider.cloud
+    allowed = SECRET_STORES[cloud]
+    use = " or ".join(f"{s.value}: ({STORE_NAMES[s]})" for s in allowed) or "no secret store: plain values only"
+    out: list[InitErrorDetails] = []
+    for kind, values in (("env", spec.runtime.env), ("files", spec.runtime.files)):
+        for key, value in values.items():
+            if isinstance(value, Secret) and value.ref.store not in allowed:
+                msg = f"{value.ref.store.value}: is not a secret store on {cloud}; use {use}"
+                out.append(_error(("runtime", kind, key, "secret"), value.secret, msg))
     return out
 
 

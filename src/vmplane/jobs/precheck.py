@@ -11,6 +11,7 @@ is recorded.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -81,6 +82,16 @@ def positioned(file: Path, problems: list[str]) -> SpecError:
     return SpecError(str(file), issues_at(text, problems))
 
 
+_PATH_PART = re.compile(r'\.?([^.\[\]"]+)|\["([^"]*)"\]|\[(\d+)\]')
+
+
+def _path_keys(path: str) -> tuple[str | int, ...]:
+    """`runtime.files["/etc/a.pem"].secret` -> ("runtime", "files", "/etc/a.pem", "secret"); `$` -> ()."""
+    if path == "$":
+        return ()
+    return tuple(int(index) if index else (word or quoted) for word, quoted, index in _PATH_PART.findall(path))
+
+
 def issues_at(text: str, problems: list[str]) -> list[SpecIssue]:
     """Each problem placed at its field path's value in `text` (or the nearest parent; 1:1 if none)."""
     try:
@@ -92,7 +103,7 @@ def issues_at(text: str, problems: list[str]) -> list[SpecIssue]:
         path, sep, message = problem.partition(": ")
         if not sep or " " in path:
             path, message = "$", problem
-        keys = tuple(path.split(".")) if path != "$" else ()
+        keys = _path_keys(path)
         line, col = next((values[keys[:n]] for n in range(len(keys), -1, -1) if keys[:n] in values), (1, 1))
         issues.append(SpecIssue(path, message, line, col))
     return issues
