@@ -220,8 +220,12 @@ def test_vm_reads_with_plain_http_and_is_recorded(endpoint: str, project: str) -
     vm = f"sandbox-sa:{email}"
     status, answer = raw(endpoint, "GET", path, token=vm)
     assert status == 403 and answer["error"]["status"] == "PERMISSION_DENIED"
+    test = f"/v1/projects/{project}/secrets/db:testIamPermissions"
+    asked = {"permissions": ["secretmanager.versions.access", "secretmanager.secrets.delete"]}
+    assert raw(endpoint, "POST", test, asked, token=vm) == (200, {})
     binding = {"role": "roles/secretmanager.secretAccessor", "members": [f"serviceAccount:{email}"]}
     secrets.setIamPolicy(resource=name, body={"policy": {"bindings": [binding]}}).execute()
+    assert raw(endpoint, "POST", test, asked, token=vm) == (200, {"permissions": ["secretmanager.versions.access"]})
     status, answer = raw(endpoint, "GET", path, token=vm)
     assert status == 200 and base64.b64decode(answer["payload"]["data"]) == VALUE
     assert int(answer["payload"]["dataCrc32c"]) == crc32c(VALUE)
