@@ -110,6 +110,11 @@ def test_the_push_installs_the_fetcher_and_boot_unit_and_writes_secrets_root_onl
     assert proc.returncode == 0 and "1 file(s) changed" in proc.stdout and docker == []
     assert "DB_PASSWORD=pw-Q4-rotated" in env_file.read_text()
 
+    # The secrets leave the spec: the fetcher, its plan and the boot unit go too.
+    proc, _ = run(render_push_script(spec_of({"LOG_LEVEL": "info"}, {}), str(root)), tmp_path)
+    assert proc.returncode == 0 and env_file.read_text() == "LOG_LEVEL=info\n"
+    assert not [p for p in (fetcher, plan, unit) if p.exists()] and not link.is_symlink()
+
 
 def test_without_systemd_the_push_still_delivers_and_a_failed_fetch_fails_it(
     tmp_path: Path, moto_url: str, imds: Served
