@@ -8,7 +8,6 @@ import json
 import re
 import stat
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +21,6 @@ from tests.bootstrap.guest_secrets_fakes import (
     aws_client,
     aws_source,
     run_fetcher,
-    serve_gcp,
-    serve_imds,
-    serve_moto,
 )
 
 from vmplane.bootstrap import guest_secrets as gs
@@ -49,21 +45,6 @@ def make_spec(cloud: str, env: dict[str, Any] | None = None, files: dict[str, An
             "runtime": {"env": env or {}, "files": files or {}},
         }
     )
-
-
-@pytest.fixture(scope="module")
-def moto_url() -> Iterator[str]:
-    yield from serve_moto()
-
-
-@pytest.fixture
-def imds() -> Iterator[Served]:
-    yield from serve_imds()
-
-
-@pytest.fixture
-def gcp() -> Iterator[Served]:
-    yield from serve_gcp()
 
 
 def mode(path: Path) -> int:

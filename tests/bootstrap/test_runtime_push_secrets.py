@@ -8,12 +8,11 @@ import base64
 import json
 import stat
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.bootstrap.guest_secrets_fakes import Served, aws_client, aws_source, serve_imds, serve_moto
+from tests.bootstrap.guest_secrets_fakes import Served, aws_client, aws_source
 from tests.bootstrap.test_runtime_push import run
 
 from vmplane.bootstrap import guest_secrets as gs
@@ -25,16 +24,6 @@ from vmplane.envspec.models import EnvSpec
 
 KEY = f"{NGINX_CONF_DIR}/tls/site.key"
 PVE = {"cloud": "proxmox", "endpoint": "https://pve.example:8006", "node": "pve1"}
-
-
-@pytest.fixture(scope="module")
-def moto_url() -> Iterator[str]:
-    yield from serve_moto()
-
-
-@pytest.fixture
-def imds() -> Iterator[Served]:
-    yield from serve_imds()
 
 
 def spec_of(env: dict[str, Any], files: dict[str, Any], provider: dict[str, Any] | None = None) -> EnvSpec:
