@@ -10,6 +10,10 @@
   guest attribute as the guest would (PUT to the metadata server from inside the VM).
 - `POST /_sandbox/page-size` `{"size": n}`: every compute list answers at most n items a page (0: Google's 500),
   so a client's pager is driven past page one; `reset` restores 0.
+- `GET  /_sandbox/secret-accesses?project=P`: every Secret Manager payload access of P, oldest first:
+  `{"secret", "version", "caller", "time", "outcome"}` (caller per secretmanager.caller; never a value).
+- `GET  /_sandbox/metadata/projects/P/zones/Z/instances/I/computeMetadata/v1/...`: instance I's metadata
+  server as a secret fetcher reads it (its service account's token and email; secretmanager_metadata.py).
 - `POST /_sandbox/certificates/activate` `{"project", "name"}`: DNS now resolves to the load balancer,
   so the managed certificate (and each of its domains) becomes ACTIVE.
 """
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from vmplane.sandbox.gcp import secretmanager, secretmanager_metadata
 from vmplane.sandbox.gcp.errors import ApiError, bad_request, invalid, not_found
 from vmplane.sandbox.gcp.store import DEFAULT_PROJECT, public
 
@@ -25,9 +30,13 @@ if TYPE_CHECKING:
     from vmplane.sandbox.gcp.server import GcpSandbox
 
 
-def handle(sandbox: GcpSandbox, http: str, path: str, query: dict[str, list[str]], body: Any) -> Any:
+def handle(
+    sandbox: GcpSandbox, http: str, path: str, query: dict[str, list[str]], body: Any, headers: dict[str, str]
+) -> Any:
     state = sandbox.state
     action = path.removeprefix("/_sandbox/")
+    if http == "GET" and action.startswith(secretmanager_metadata.PREFIX):
+        return secretmanager_metadata.answer(state, action, headers)
     if http == "GET" and action == "status":
         return {
             "sandbox": "gcp",
@@ -35,6 +44,9 @@ def handle(sandbox: GcpSandbox, http: str, path: str, query: dict[str, list[str]
             "discoverySeconds": round(sandbox.discovery.load_seconds, 3),
             "defaultProject": DEFAULT_PROJECT,
         }
+    if http == "GET" and action == "secret-accesses":
+        project = state.project(query.get("project", [DEFAULT_PROJECT])[-1])
+        return {"project": project.id, "accesses": project.secret_accesses}
     if http == "GET" and action == "state":
         project = state.project(query.get("project", [DEFAULT_PROJECT])[-1])
         return {
@@ -50,6 +62,7 @@ def handle(sandbox: GcpSandbox, http: str, path: str, query: dict[str, list[str]
             "dns": {z: list(project.dns_records[z].values()) for z in project.dns_zones},
             "serviceAccounts": project.service_accounts,
             "iamPolicy": project.policy,
+            "secrets": secretmanager.dump(project),  # metadata only, never a payload
             "buckets": {  # the project's Cloud Storage buckets and their objects' generations (no data)
                 name: {"bucket": b, "objects": {k: [public(v) for v in vs] for k, vs in state.objects[name].items()}}
                 for name, b in state.buckets.items()
