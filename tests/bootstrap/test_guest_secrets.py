@@ -235,3 +235,16 @@ def test_gcp_retries_a_5xx_and_fails_at_once_on_a_404(tmp_path: Path, gcp: Serve
     assert proc.returncode == 1
     assert "runtime.env.DB (gcp-sm:gone): HTTP 404 NOT_FOUND" in proc.stderr
     assert len(gcp.requests) == 2 and not (tmp_path / "vm2").exists()
+
+
+def test_retries_end_at_the_deadline(tmp_path: Path, gcp: Served) -> None:
+    gcp.fail_next = [503] * 1000
+    spec = make_spec("gcp", env={"DB": {"secret": "gcp-sm:db"}})
+    plan = {**gs.fetch_plan(spec, gcp_source(gcp), RUNTIME_ENV_PATH, str(tmp_path / "vm")), "deadlineSeconds": 2}
+    proc = run_fetcher(plan, tmp_path)
+    assert proc.returncode == 1 and not (tmp_path / "vm").exists()
+    assert (
+        "runtime.env.DB (gcp-sm:db): no access token from the metadata server: HTTP 503 UNAVAILABLE, still "
+        "failing at the deadline" in proc.stderr
+    )
+    assert 1 < len(gcp.requests) < 1000  # retried with backoff, then given up
