@@ -43,9 +43,7 @@ class FetchError(Exception):
 
 
 class HttpError(Exception):
-    def __init__(self, why: str) -> None:
-        super().__init__(why)
-        self.why = why
+    """An HTTP status and the store's error code, or why the endpoint could not be reached."""
 
 
 def _error_code(body: bytes) -> str:
