@@ -43,7 +43,7 @@ def ensure_identity(aws: AwsClients, ctx: Context) -> None:
             iam.create_role,
             RoleName=name,
             AssumeRolePolicyDocument=ASSUME_ROLE_POLICY,
-            Description=f"vmplane VM role for {ctx.spec.org}/{ctx.spec.name}: exec channel only",
+            Description=f"vmplane VM role for {ctx.spec.org}/{ctx.spec.name}: exec channel and referenced secrets only",
             Tags=tag_list(t.tags("iam-role", name)),
         )
     except ConflictError:
