@@ -81,6 +81,9 @@ def ensure_secret_grants(aws: AwsClients, ctx: Context) -> None:
     grants = AwsSecretAccess(aws).grants(refs, scheduler_role.account_id(aws, ctx)) if refs else []
     doc = secret_policy.policy_document(grants, region)
     if doc is None:
+        # Read first: most roles never had one, and a read is no change to the role (nor a kill point).
+        if secret_policy.POLICY_NAME not in aws_call(iam.list_role_policies, RoleName=name)["PolicyNames"]:
+            return
         delete = partial(aws_call, iam.delete_role_policy, RoleName=name, PolicyName=secret_policy.POLICY_NAME)
         if deletes.delete(delete, what=f"delete policy {secret_policy.POLICY_NAME}"):
             ctx.log(f"role {name}: no secret referenced, its {secret_policy.POLICY_NAME} policy removed")
