@@ -130,3 +130,37 @@ def test_the_strict_layer_checks_secrets_manager_against_its_model(sandbox: Sand
         aws.secretsmanager.describe_secret(SecretId="x" * 2049)
     assert caught.value.response["Error"]["Code"] == "ValidationException"
     assert "secretId" in caught.value.response["Error"]["Message"]
+
+
+@pytest.mark.sandbox
+def test_apply_grants_the_role_its_secrets_and_destroy_takes_them_away(
+    cli: Cli, sandbox: Sandbox, tmp_path: Path
+) -> None:
+    aws = sandbox_aws(sandbox)
+    tag = uuid.uuid4().hex[:8]
+    value = f"itest-apply-{tag}-value"
+    arn = aws.secretsmanager.create_secret(Name=f"itest/{tag}/app", SecretString=json.dumps({"pw": value}))["ARN"]
+    aws.ssm.put_parameter(Name=f"/itest/{tag}/tls", Value=f"pem-{value}", Type="SecureString")
+    env_file = env_with(
+        tmp_path,
+        f"itest-ap-{tag}",
+        {"APP_PW": f"aws-sm:itest/{tag}/app#pw"},
+        {"/etc/tls.pem": f"aws-ssm:/itest/{tag}/tls"},
+    )
+    proc = cli.run("apply", "-f", str(env_file), "--sandbox", "--yes", "--output", "json")
+    assert proc.returncode == 0, proc.stderr
+    job = json.loads(proc.stdout)
+    assert job["status"] == "succeeded", job["error"]
+    assert value not in proc.stdout + proc.stderr  # the #key check read it, and let nothing of it out
+    role = job["config"]["infra"]["Cloud"]["RoleName"]
+    doc = aws.iam.get_role_policy(RoleName=role, PolicyName=secret_policy.POLICY_NAME)["PolicyDocument"]
+    doc = json.loads(doc) if isinstance(doc, str) else doc
+    assert sorted(s["Resource"] for s in doc["Statement"]) == sorted(
+        [arn, f"arn:aws:ssm:{REGION}:{aws.sts.get_caller_identity()['Account']}:parameter/itest/{tag}/tls"]
+    )
+
+    gone = cli.json("destroy", "-f", str(env_file), "--sandbox", "--yes")
+    assert gone["status"] == "deleted", gone["error"]
+    assert not any(r["RoleName"] == role for r in aws.iam.list_roles()["Roles"])
+    # The secrets are the user's: destroy leaves them as they were.
+    assert aws.secretsmanager.describe_secret(SecretId=arn).get("DeletedDate") is None
