@@ -238,3 +238,23 @@ def test_the_plan_lists_the_secrets_policy_only_with_references(spec: EnvSpec) -
     assert policies(spec) == []
     two = with_secrets(spec, {"A": "aws-sm:prod/db#user", "B": "aws-sm:prod/db#password", "C": "aws-ssm:/p/c"})
     assert policies(two) == [(f"{ROLE}/{secret_policy.POLICY_NAME}", "reads its 2 secret(s) only")]
+
+
+def test_a_check_the_credentials_may_not_make_names_the_permission(
+    aws: AwsClients, spec: EnvSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """moto enforces no IAM, so AWS's AccessDeniedException is played by the client itself."""
+    from botocore.exceptions import ClientError
+
+    def denied(**_: Any) -> Any:
+        raise ClientError({"Error": {"Code": "AccessDeniedException", "Message": "not authorized"}}, "Describe")
+
+    monkeypatch.setattr(aws.secretsmanager, "describe_secret", denied)
+    monkeypatch.setattr(aws.ssm, "describe_parameters", denied)
+    refs = secret_refs(with_secrets(spec, {"A": "aws-sm:prod/a", "B": "aws-ssm:/prod/b"}))
+    assert AwsSecretAccess(aws).problems(refs) == [
+        "runtime.env.A: aws-sm:prod/a: the credentials may not read its metadata (AccessDeniedException): "
+        "they need secretsmanager:DescribeSecret on it",
+        "runtime.env.B: aws-ssm:/prod/b: the credentials may not read parameters' metadata "
+        "(AccessDeniedException): they need ssm:DescribeParameters",
+    ]
