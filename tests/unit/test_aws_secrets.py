@@ -258,3 +258,21 @@ def test_a_check_the_credentials_may_not_make_names_the_permission(
         "runtime.env.B: aws-ssm:/prod/b: the credentials may not read parameters' metadata "
         "(AccessDeniedException): they need ssm:DescribeParameters",
     ]
+
+
+def test_two_keys_of_one_secret_read_its_value_once_and_describe_it_once(aws: AwsClients, spec: EnvSpec) -> None:
+    from collections import Counter
+
+    from vmplane.clouds.base import API_CALLS
+
+    plant(aws)
+    s = with_secrets(spec, {"U": "aws-sm:prod/db#user", "P": "aws-sm:prod/db#password", "T": "aws-ssm:/prod/tls-key"})
+    tally: Counter[str] = Counter()
+    token = API_CALLS.set(tally)
+    try:
+        preflight.check_secrets(aws, s)  # the problems, then the grants for the size check
+    finally:
+        API_CALLS.reset(token)
+    assert tally == Counter(
+        {"secretsmanager.DescribeSecret": 1, "secretsmanager.GetSecretValue": 1, "ssm.DescribeParameters": 1}
+    )

@@ -78,7 +78,7 @@ def ensure_secret_grants(aws: AwsClients, ctx: Context) -> None:
     iam, name = aws.iam, aws_ids(ctx.infra).RoleName or role_name(ctx)
     refs = secret_policy.aws_refs(secret_refs(ctx.spec))
     region = ctx.spec.provider.region
-    grants = AwsSecretAccess(aws).grants(refs, scheduler_role.account_id(aws, ctx)) if refs else []
+    grants = AwsSecretAccess(aws, memo=True).grants(refs, scheduler_role.account_id(aws, ctx)) if refs else []
     doc = secret_policy.policy_document(grants, region)
     if doc is None:
         # Read first: most roles never had one, and a read is no change to the role (nor a kill point).
