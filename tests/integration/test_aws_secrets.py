@@ -52,13 +52,14 @@ def test_plan_refuses_a_missing_secret_and_a_clear_parameter_at_their_fields(
         {"/etc/app/conf": f"aws-ssm:/itest/{tag}/plain"},
     )
     before = cli.run("jobs", "--output", "json").stdout
-    proc = cli.run("plan", "-f", str(env_file), "--sandbox")
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    err = proc.stderr
-    assert f"runtime.env.API_TOKEN: aws-sm:itest/{tag}/missing: no such secret in Secrets Manager ({REGION})" in err
-    assert f'runtime.files["/etc/app/conf"]: aws-ssm:/itest/{tag}/plain: the parameter is a String' in err
-    assert "store secrets as SecureString" in err
-    assert "DB_PASSWORD" not in err  # the one that exists is no problem
+    for args in (("plan",), ("apply", "--yes")):
+        proc = cli.run(*args, "-f", str(env_file), "--sandbox")
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        err = proc.stderr
+        assert f"runtime.env.API_TOKEN: aws-sm:itest/{tag}/missing: no such secret in Secrets Manager ({REGION})" in err
+        assert f'runtime.files["/etc/app/conf"]: aws-ssm:/itest/{tag}/plain: the parameter is a String' in err
+        assert "store secrets as SecureString" in err and "nothing was recorded or created" in err
+        assert "DB_PASSWORD" not in err  # the one that exists is no problem
     assert cli.run("jobs", "--output", "json").stdout == before  # refused before any job
     # The driver's precheck answers one problem per field, so each is placed at its own line of the file.
     driver = AwsDriver(AwsTarget(region=REGION, endpoint_url=sandbox.endpoint))
