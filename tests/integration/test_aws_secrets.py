@@ -160,6 +160,19 @@ def test_apply_grants_the_role_its_secrets_and_destroy_takes_them_away(
         [arn, f"arn:aws:ssm:{REGION}:{aws.sts.get_caller_identity()['Account']}:parameter/itest/{tag}/tls"]
     )
 
+    # Widened out of band: drift shows it (exit 3), and the repair's stepCreateIAM puts the exact one back.
+    wide = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "secretsmanager:*", "Resource": "*"}]}
+    aws.iam.put_role_policy(RoleName=role, PolicyName=secret_policy.POLICY_NAME, PolicyDocument=json.dumps(wide))
+    found = cli.run("drift", "-f", str(env_file), "--sandbox", "--output", "json")
+    assert found.returncode == 3, found.stdout + found.stderr
+    [policy] = [d for d in json.loads(found.stdout)["drift"] if d["kind"] == "iam-role-policy"]
+    assert policy["resource"] == f"aws_iam_role_policy.{role}/{secret_policy.POLICY_NAME}"
+    assert policy["change"] == "changed" and policy["fields"][0]["actual"] == ["secretsmanager:* *"]
+    fixed = cli.run("apply", "-f", str(env_file), "--sandbox", "--yes", "--output", "json")
+    assert fixed.returncode == 0 and json.loads(fixed.stdout)["status"] == "succeeded", fixed.stdout + fixed.stderr
+    again = aws.iam.get_role_policy(RoleName=role, PolicyName=secret_policy.POLICY_NAME)["PolicyDocument"]
+    assert (json.loads(again) if isinstance(again, str) else again) == doc
+
     gone = cli.json("destroy", "-f", str(env_file), "--sandbox", "--yes")
     assert gone["status"] == "deleted", gone["error"]
     assert not any(r["RoleName"] == role for r in aws.iam.list_roles()["Roles"])
