@@ -1,20 +1,24 @@
-"""The VM role and instance profile: the exec-channel policy (SSM) and nothing broader; and, when a Fixed
-pool has a schedule, the role EventBridge Scheduler runs its schedules as (`scheduler_role`)."""
+"""The VM role and instance profile: the exec-channel policy (SSM), read access to exactly the referenced
+secrets (`secret_policy`), and nothing broader; and, when a Fixed pool has a schedule, the role
+EventBridge Scheduler runs its schedules as (`scheduler_role`)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 from vmplane.clouds import deletes
-from vmplane.clouds.aws import naming, scheduler_role
+from vmplane.clouds.aws import naming, scheduler_role, secret_policy
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.ids import aws_ids
+from vmplane.clouds.aws.secrets import AwsSecretAccess
 from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.aws.tags import owned_by, tag_list, tag_owner
 from vmplane.clouds.base import Context
-from vmplane.clouds.errors import ConflictError, NotFoundError
+from vmplane.clouds.errors import ConflictError, InvalidRequestError, NotFoundError
+from vmplane.envspec.secrets import secret_refs
 
 EXEC_POLICY_ARN = "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore"
 ASSUME_ROLE_POLICY = json.dumps(
@@ -40,7 +44,7 @@ def ensure_identity(aws: AwsClients, ctx: Context) -> None:
             iam.create_role,
             RoleName=name,
             AssumeRolePolicyDocument=ASSUME_ROLE_POLICY,
-            Description=f"vmplane VM role for {ctx.spec.org}/{ctx.spec.name}: exec channel only",
+            Description=f"vmplane VM role for {ctx.spec.org}/{ctx.spec.name}: exec channel and referenced secrets only",
             Tags=tag_list(t.tags("iam-role", name)),
         )
     except ConflictError:
@@ -48,6 +52,7 @@ def ensure_identity(aws: AwsClients, ctx: Context) -> None:
     attached = aws_call(iam.list_attached_role_policies, RoleName=name)["AttachedPolicies"]
     if not any(p["PolicyArn"] == EXEC_POLICY_ARN for p in attached):
         aws_call(iam.attach_role_policy, RoleName=name, PolicyArn=EXEC_POLICY_ARN)
+    ensure_secret_grants(aws, ctx)
 
     try:
         profile = aws_call(
@@ -65,6 +70,51 @@ def ensure_identity(aws: AwsClients, ctx: Context) -> None:
         # Here rather than with the schedules: IAM is eventually consistent, and the VMs' boot gives the
         # role time to reach EventBridge Scheduler before stepCreateVMs names it in a schedule.
         ensure_scheduler_role(aws, ctx)
+
+
+def ensure_secret_grants(aws: AwsClients, ctx: Context) -> None:
+    """The VM role's `vmplane-secrets` policy as the spec's references want it: put (PutRolePolicy replaces
+    by name, so a re-run converges) when it differs, deleted when nothing is referenced any more (a
+    policy already gone is done). Runs in stepCreateIAM, and before a runtime push of new references."""
+    iam, name = aws.iam, aws_ids(ctx.infra).RoleName or role_name(ctx)
+    refs = secret_policy.aws_refs(secret_refs(ctx.spec))
+    region = ctx.spec.provider.region
+    grants = AwsSecretAccess(aws, memo=True).grants(refs, scheduler_role.account_id(aws, ctx)) if refs else []
+    doc = secret_policy.policy_document(grants, region)
+    if doc is None:
+        # Read first: most roles never had one, and a read is no change to the role (nor a kill point).
+        if secret_policy.POLICY_NAME in aws_call(iam.list_role_policies, RoleName=name)["PolicyNames"]:
+            delete = partial(aws_call, iam.delete_role_policy, RoleName=name, PolicyName=secret_policy.POLICY_NAME)
+            if deletes.delete(delete, what=f"delete policy {secret_policy.POLICY_NAME}"):
+                ctx.log(f"role {name}: no secret referenced, its {secret_policy.POLICY_NAME} policy removed")
+        _record_secrets_policy(ctx, None)
+        return
+    too_big = secret_policy.size_problem(grants, region)
+    if too_big:
+        raise InvalidRequestError(too_big)
+    try:
+        current = aws_call(iam.get_role_policy, RoleName=name, PolicyName=secret_policy.POLICY_NAME)
+    except NotFoundError:
+        current = {}
+    if current.get("PolicyDocument") != doc:
+        aws_call(
+            iam.put_role_policy,
+            RoleName=name,
+            PolicyName=secret_policy.POLICY_NAME,
+            PolicyDocument=secret_policy.policy_text(doc),
+        )
+    _record_secrets_policy(ctx, doc)
+    secrets = len({(g.service, g.arn) for g in grants})
+    ctx.log(f"role {name}: {secret_policy.POLICY_NAME} reads exactly {secrets} referenced secret(s)")
+
+
+def _record_secrets_policy(ctx: Context, doc: dict[str, Any] | None) -> None:
+    """After the role has it: drift compares the role's copy with this (a crash before leaves the old one,
+    and the re-run puts the policy again and records it)."""
+    ids = aws_ids(ctx.infra)
+    if ids.SecretsPolicy != (lines := secret_policy.summary(doc)):
+        ids.SecretsPolicy = lines
+        ctx.save()
 
 
 def ensure_scheduler_role(aws: AwsClients, ctx: Context) -> str:
@@ -180,5 +230,6 @@ def delete_identity(aws: AwsClients, ctx: Context) -> None:
     if _owned(ctx, role_tags(aws, name), "role", name):
         _delete_role(aws, name)
     aws_ids(ctx.infra).RoleName = aws_ids(ctx.infra).InstanceProfileName = aws_ids(ctx.infra).InstanceProfileArn = None
+    aws_ids(ctx.infra).SecretsPolicy = []
     ctx.save()
     delete_scheduler_role(aws, ctx)  # looked up whatever the spec says: a schedule may have been removed

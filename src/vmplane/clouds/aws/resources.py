@@ -121,7 +121,7 @@ TABLE: ResourceTable[AwsClients] = ResourceTable(
             "aws_iam_role_policy",
             IAM,
             DEL_IAM,
-            note="the scheduler role's inline policy (part of the role)",
+            note="the scheduler role's inline policy; the VM role's vmplane-secrets (drift reads it back)",
         ),
         # ---- security groups, launch templates (stepCreateLaunchTemplate; the LB's group: stepCreateLoadBalancer) ----
         K(
