@@ -268,5 +268,5 @@ def test_a_secret_deleted_after_the_check_fails_the_grant_naming_the_field(
         secret_iam.ensure_secret_bindings(gcp, ctx, EMAIL)
     fake.denied.add(fake.plant("locked", "ENABLED"))
     ctx = context(with_refs({"K": "gcp-sm:locked"}))
-    with pytest.raises(AuthError, match="runtime.env.K: .*secretmanager.secrets.setIamPolicy"):
+    with pytest.raises(AuthError, match=r"runtime\.env\.K: .*secretmanager\.secrets\.setIamPolicy"):
         secret_iam.ensure_secret_bindings(gcp, ctx, EMAIL)
