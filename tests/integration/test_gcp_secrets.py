@@ -117,3 +117,47 @@ def test_plan_of_a_file_with_a_missing_secret_exits_2_naming_the_field(cli: Cli,
     ok = write_env(tmp_path, "gcp-secret-plan", example="gcp-fixed.jsonc", provider=provider, runtime=runtime)
     plan = cli.json("plan", "-f", str(ok), "--sandbox")
     assert {r["type"] for r in plan["resources"]} >= {"google_service_account"}
+
+
+def test_checks_and_versions_read_metadata_only_on_the_sandbox(sandbox: Sandbox) -> None:
+    from vmplane.clouds.gcp.secrets import GcpSecretAccess
+    from vmplane.envspec.secrets import parse_ref
+
+    project = f"sec-{uuid.uuid4().hex[:10]}"
+    rotated = plant(sandbox, project, "rotated")
+    sm = sandbox.gcp_discovery("secretmanager").projects().secrets()
+    plant(sandbox, project, "stale")
+    sm.versions().disable(name=f"projects/{project}/secrets/stale/versions/1", body={}).execute()
+    sm.create(parent=f"projects/{project}", secretId="empty", body={"replication": {"automatic": {}}}).execute()
+    other = f"sec-{uuid.uuid4().hex[:10]}"
+    plant(sandbox, other, "shared")
+    access = GcpSecretAccess(clients(sandbox, gcp_spec(project)))
+    refs = {
+        f"runtime.env.{field}": parse_ref(text)
+        for field, text in (
+            ("ROTATED", "gcp-sm:rotated"),
+            ("PINNED", "gcp-sm:rotated/versions/1"),
+            ("NO_V7", "gcp-sm:rotated/versions/7"),
+            ("STALE", "gcp-sm:stale"),
+            ("EMPTY", "gcp-sm:empty"),
+            ("GONE", "gcp-sm:gone"),
+            ("OTHER", f"gcp-sm:projects/{other}/secrets/shared"),
+        )
+    }
+    assert access.problems(refs) == [
+        f"runtime.env.NO_V7: gcp-sm:rotated/versions/7: secret rotated has no version 7 in project {project}",
+        "runtime.env.STALE: gcp-sm:stale: version 1 of secret stale is DISABLED: the VM cannot read it; "
+        "enable it or pin another",
+        f"runtime.env.EMPTY: gcp-sm:empty: secret empty has no version in project {project}; add one (versions add)",
+        f"runtime.env.GONE: gcp-sm:gone: no such secret in project {project}",
+    ]
+    ok = {k: v for k, v in refs.items() if k in ("runtime.env.ROTATED", "runtime.env.PINNED", "runtime.env.OTHER")}
+    assert access.versions(ok) == {
+        "gcp-sm:rotated": "1",
+        "gcp-sm:rotated/versions/1": "1",
+        f"gcp-sm:projects/{other}/secrets/shared": "1",
+    }
+    sm.addVersion(parent=rotated, body={"payload": {"data": base64.b64encode(b"rotated-value").decode()}}).execute()
+    assert access.versions(ok)["gcp-sm:rotated"] == "2" and access.versions(ok)["gcp-sm:rotated/versions/1"] == "1"
+    for p in (project, other):  # no payload was ever read by the control plane
+        assert sandbox.gcp_control(f"secret-accesses?project={p}", method="GET")["accesses"] == []

@@ -4,6 +4,8 @@
 not read a value to deliver it; the VM reads it with its own service account, clouds/gcp/secret_iam.py
 granting that account `roles/secretmanager.secretAccessor` on each referenced secret). A reference
 `gcp-sm:NAME` is in the environment's project; `gcp-sm:projects/P2/secrets/NAME` in project P2.
+An unpinned reference is `latest`, the most recently created version: when that one is disabled or
+destroyed, the VM's `access` of `latest` fails (FAILED_PRECONDITION), so plan refuses it too.
 """
 
 from __future__ import annotations
@@ -78,7 +80,7 @@ class GcpSecretAccess(SecretAccess):
                 return f"no such secret in project {project}"
             if ref.version:
                 return f"secret {secret} has no version {ref.version} in project {project}"
-            return f"secret {secret} has no enabled version in project {project}; add one (versions add)"
+            return f"secret {secret} has no version in project {project}; add one (versions add)"
         except AuthError as e:
             return (
                 f"permission denied reading its metadata in project {project} ({e.code}): the credentials need "
@@ -101,7 +103,8 @@ class GcpSecretAccess(SecretAccess):
         return out
 
     def versions(self, refs: Mapping[str, SecretRef]) -> dict[str, str | None]:
-        """The version number each reference resolves to: `latest` is the newest enabled one."""
+        """The version number each reference resolves to: `latest` is Google's alias of the most recently
+        created version, whatever its state (`problems` refuses it when that one is not ENABLED)."""
         out: dict[str, str | None] = {}
         for ref in gcp_refs(refs).values():
             if ref.text not in out:
