@@ -17,6 +17,7 @@ from tests.integration.test_gcp_identity_preflight import clients, context, gcp_
 
 from vmplane.clouds.gcp import identity, inventory, naming, secret_iam
 from vmplane.clouds.gcp.ids import gcp_ids
+from vmplane.envspec.load import load_spec
 from vmplane.envspec.models import EnvSpec
 
 ACCESSOR = "roles/secretmanager.secretAccessor"
@@ -161,3 +162,26 @@ def test_checks_and_versions_read_metadata_only_on_the_sandbox(sandbox: Sandbox)
     assert access.versions(ok)["gcp-sm:rotated"] == "2" and access.versions(ok)["gcp-sm:rotated/versions/1"] == "1"
     for p in (project, other):  # no payload was ever read by the control plane
         assert sandbox.gcp_control(f"secret-accesses?project={p}", method="GET")["accesses"] == []
+
+
+def test_apply_binds_and_destroy_unbinds_through_the_cli(cli: Cli, sandbox: Sandbox, tmp_path) -> None:
+    """The whole path: stepValidate's check, stepCreateIAM's binding, and teardown's removal (its leftovers
+    check would fail the destroy if a binding stayed)."""
+    project = f"sec-{uuid.uuid4().hex[:10]}"
+    db, unused = plant(sandbox, project, "db-password"), plant(sandbox, project, "unreferenced")
+    provider = {"cloud": "gcp", "project": project, "region": "us-central1"}
+    runtime = {"env": {"DB_PASSWORD": {"secret": "gcp-sm:db-password"}}}
+    env = write_env(tmp_path, "gcp-secret-e2e", example="gcp-fixed.jsonc", provider=provider, runtime=runtime)
+    applied = cli.json("apply", "-f", str(env), "--sandbox", "--yes", timeout=300)
+    assert applied["status"] == "succeeded", applied.get("error")
+    email = naming.service_account_email(load_spec(env), project)
+    member = f"serviceAccount:{email}"
+    (binding,) = accessor_bindings(secret_policy(sandbox, db), member)
+    assert binding["role"] == ACCESSOR
+    assert accessor_bindings(secret_policy(sandbox, unused), member) == []
+
+    gone = cli.json("destroy", "--job", applied["id"], "--yes", "--sandbox", timeout=300)
+    assert gone["status"] == "deleted", gone.get("error")
+    assert email not in json.dumps(secret_policy(sandbox, db))
+    sm = sandbox.gcp_discovery("secretmanager").projects().secrets()
+    assert sm.versions().get(name=f"{db}/versions/latest").execute()["state"] == "ENABLED"
