@@ -185,3 +185,32 @@ def test_apply_binds_and_destroy_unbinds_through_the_cli(cli: Cli, sandbox: Sand
     assert email not in json.dumps(secret_policy(sandbox, db))
     sm = sandbox.gcp_discovery("secretmanager").projects().secrets()
     assert sm.versions().get(name=f"{db}/versions/latest").execute()["state"] == "ENABLED"
+
+
+def test_killed_between_two_set_iam_policy_calls_apply_and_destroy_rerun_to_a_clean_end(
+    cli: Cli, sandbox: Sandbox, tmp_path
+) -> None:
+    from tests.integration.test_crash_resume import kill_after
+
+    project = f"sec-{uuid.uuid4().hex[:10]}"
+    a, b = plant(sandbox, project, "alpha"), plant(sandbox, project, "bravo")
+    provider = {"cloud": "gcp", "project": project, "region": "us-central1"}
+    runtime = {"env": {"A": {"secret": "gcp-sm:alpha"}}, "files": {"/etc/app/b": {"secret": "gcp-sm:bravo"}}}
+    env = write_env(tmp_path, "gcp-secret-crash", example="gcp-fixed.jsonc", provider=provider, runtime=runtime)
+    member = f"serviceAccount:{naming.service_account_email(load_spec(env), project)}"
+    kill_after(cli, "secretmanager.projects.secrets.setIamPolicy#1", "apply", "-f", str(env), "--sandbox", "--yes")
+    bound = [len(accessor_bindings(secret_policy(sandbox, s), member)) for s in (a, b)]
+    assert bound == [1, 0]  # killed between the two grants
+
+    job = cli.json("apply", "-f", str(env), "--sandbox", "--yes", timeout=300)
+    assert job["status"] == "succeeded", job.get("error")
+    for s in (a, b):
+        (binding,) = accessor_bindings(secret_policy(sandbox, s), member)
+        assert binding["members"].count(member) == 1
+
+    kill_after(cli, "secretmanager.projects.secrets.setIamPolicy#1", "destroy", "-f", str(env), "--sandbox", "--yes")
+    assert [len(accessor_bindings(secret_policy(sandbox, s), member)) for s in (a, b)] == [0, 1]
+    gone = cli.json("destroy", "-f", str(env), "--sandbox", "--yes", timeout=300)
+    assert gone["status"] == "deleted", gone.get("error")
+    for s in (a, b):
+        assert member.split(":", 1)[1] not in json.dumps(secret_policy(sandbox, s))
