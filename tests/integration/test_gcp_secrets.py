@@ -12,6 +12,7 @@ import json
 import uuid
 from typing import Any
 
+import pytest
 from tests.helpers import Cli, Sandbox, write_env
 from tests.integration.test_gcp_identity_preflight import clients, context, gcp_spec, project_policy, roles_of
 
@@ -214,3 +215,30 @@ def test_killed_between_two_set_iam_policy_calls_apply_and_destroy_rerun_to_a_cl
     assert gone["status"] == "deleted", gone.get("error")
     for s in (a, b):
         assert member.split(":", 1)[1] not in json.dumps(secret_policy(sandbox, s))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="jobs/apply.py (the push helper's) runs only stepPushRuntime + stepRegisterSpace for a runtime-only "
+    "change, so stepCreateIAM, which binds and unbinds, does not run when a reference is added or removed",
+)
+def test_a_reference_added_then_removed_through_apply_binds_then_unbinds(cli: Cli, sandbox: Sandbox, tmp_path) -> None:
+    project = f"sec-{uuid.uuid4().hex[:10]}"
+    a, b = plant(sandbox, project, "alpha"), plant(sandbox, project, "bravo")
+    provider = {"cloud": "gcp", "project": project, "region": "us-central1"}
+    name = "gcp-secret-readd"
+
+    def apply(env: dict[str, Any]) -> str:
+        path = write_env(tmp_path, name, example="gcp-fixed.jsonc", provider=provider, runtime={"env": env})
+        job = cli.json("apply", "-f", str(path), "--sandbox", "--yes", timeout=300)
+        assert job["status"] == "succeeded", job.get("error")
+        return f"serviceAccount:{naming.service_account_email(load_spec(path), project)}"
+
+    member = apply({"A": {"secret": "gcp-sm:alpha"}})
+    try:
+        apply({"A": {"secret": "gcp-sm:alpha"}, "B": {"secret": "gcp-sm:bravo"}})  # a reference added
+        assert [len(accessor_bindings(secret_policy(sandbox, s), member)) for s in (a, b)] == [1, 1]
+        apply({"B": {"secret": "gcp-sm:bravo"}})  # and one removed
+        assert [len(accessor_bindings(secret_policy(sandbox, s), member)) for s in (a, b)] == [0, 1]
+    finally:
+        cli.json("destroy", "-f", str(tmp_path / f"{name}.jsonc"), "--yes", "--sandbox", timeout=300)
