@@ -44,6 +44,7 @@ class FakeSecretManager:
         self.store: dict[str, dict[str, Any]] = {}
         self.calls: list[tuple[str, str]] = []
         self.denied: set[str] = set()
+        self.no_grant: set[str] = set()  # secrets whose policy the caller may not set
         self.conflicts = 0  # the next N setIamPolicy calls meet a concurrent writer
         self.crash_after_sets: int | None = None  # raise after this many successful setIamPolicy calls
         self._etags = itertools.count(1)
@@ -89,6 +90,15 @@ class FakeSecretManager:
         if version not in versions:
             raise NotFoundError(f"{name} not found", code="NOT_FOUND")
         return {"name": f"{secret_name}/versions/{version}", "state": versions[version]}
+
+    def testIamPermissions(self, resource: str, body: dict[str, Any]) -> _Req:  # noqa: N802
+        def run() -> dict[str, Any]:
+            self.calls.append(("testIamPermissions", resource))
+            self._secret(resource)
+            held = [p for p in body["permissions"] if resource not in self.no_grant]
+            return {"permissions": held} if held else {}
+
+        return _Req(run)
 
     def getIamPolicy(self, resource: str, options_requestedPolicyVersion: int) -> _Req:
         def run() -> dict[str, Any]:
@@ -175,7 +185,7 @@ def test_problems_name_the_field_the_reference_and_the_project(sm: tuple[GcpClie
         f"runtime.env.P9: gcp-sm:pinned/versions/9: secret pinned has no version 9 in project {PROJECT}",
     ]
     # Metadata only: no `access` of a payload, and the other project's secret was asked in its project.
-    assert {verb for verb, _ in fake.calls} == {"versions.get", "secrets.get"}
+    assert {verb for verb, _ in fake.calls} == {"versions.get", "secrets.get", "testIamPermissions"}
     assert ("versions.get", "projects/other-project/secrets/api-key/versions/latest") in fake.calls
 
 
@@ -190,7 +200,11 @@ def test_a_denied_read_names_the_permission_and_one_lookup_serves_every_field(
     fake.plant("shared", "ENABLED")
     fake.calls.clear()
     assert GcpSecretAccess(gcp).problems(refs(A="gcp-sm:shared", B="gcp-sm:shared")) == []
-    assert len(fake.calls) == 1
+    assert [verb for verb, _ in fake.calls] == ["versions.get", "testIamPermissions"]
+    fake.no_grant.add(fake.plant("readonly", "ENABLED"))  # readable, but vmplane could not bind the VMs
+    (problem,) = GcpSecretAccess(gcp).problems(refs(R="gcp-sm:readonly")) or [""]
+    assert problem.startswith("runtime.env.R: gcp-sm:readonly: the credentials cannot grant")
+    assert "secretmanager.secrets.setIamPolicy on projects/vmplane-sandbox/secrets/readonly" in problem
 
 
 def test_versions_resolve_latest_to_the_newest_number(sm: tuple[GcpClients, FakeSecretManager]) -> None:

@@ -23,6 +23,7 @@ SECRETMANAGER_URL = "https://secretmanager.googleapis.com"
 # What the control plane needs to check a reference (roles/secretmanager.viewer holds it) and to grant the
 # VM's account on the secret (roles/secretmanager.admin holds both).
 GET_PERMISSION = "secretmanager.versions.get"
+SET_PERMISSION = "secretmanager.secrets.setIamPolicy"
 READABLE = "ENABLED"
 
 
@@ -90,7 +91,22 @@ class GcpSecretAccess(SecretAccess):
         if state != READABLE:
             number = str(version.get("name", "")).rsplit("/", 1)[-1]
             return f"version {number} of secret {secret} is {state}: the VM cannot read it; enable it or pin another"
+        if not self._can_grant(ref):  # else stepCreateIAM would fail after the network is made
+            return (
+                f"the credentials cannot grant the VMs' service account access to it: they lack {SET_PERMISSION} "
+                f"on projects/{project}/secrets/{secret} (roles/secretmanager.admin)"
+            )
         return None
+
+    def _can_grant(self, ref: SecretRef) -> bool:
+        name = secret_resource(self.gcp.project, ref)
+        secrets = self.gcp.api("secretmanager", "v1").projects().secrets()
+        body = {"permissions": [SET_PERMISSION]}
+        held: dict[str, Any] = self.gcp.call(
+            "secretmanager.projects.secrets.testIamPermissions",
+            lambda: secrets.testIamPermissions(resource=name, body=body).execute(),
+        )
+        return SET_PERMISSION in held.get("permissions", [])
 
     def problems(self, refs: Mapping[str, SecretRef]) -> list[str]:
         seen: dict[str, str | None] = {}  # one lookup per reference, however many fields use it
