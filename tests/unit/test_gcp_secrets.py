@@ -91,7 +91,7 @@ class FakeSecretManager:
             raise NotFoundError(f"{name} not found", code="NOT_FOUND")
         return {"name": f"{secret_name}/versions/{version}", "state": versions[version]}
 
-    def testIamPermissions(self, resource: str, body: dict[str, Any]) -> _Req:  # noqa: N802
+    def testIamPermissions(self, resource: str, body: dict[str, Any]) -> _Req:
         def run() -> dict[str, Any]:
             self.calls.append(("testIamPermissions", resource))
             self._secret(resource)
