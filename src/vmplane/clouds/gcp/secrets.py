@@ -130,7 +130,9 @@ class GcpSecretAccess(SecretAccess):
 
     def guest_source(self) -> dict[str, Any]:
         # On the sandbox Secret Manager is the sandbox's own endpoint. The metadata server stays Google's
-        # address: the sandbox boots no VM and serves no metadata server, so no fetcher runs against it.
+        # address: this answer is per environment, and the sandbox's stand-in is per instance
+        # (`{endpoint}/_sandbox/metadata/projects/P/zones/Z/instances/I`); no VM boots there to run the
+        # fetcher, so a test playing a VM points its fetcher at that instance's stand-in itself.
         return {
             "cloud": "gcp",
             "project": self.gcp.project,
