@@ -76,14 +76,17 @@ def test_one_accessor_binding_per_referenced_secret_removed_with_the_reference_a
     theirs["bindings"] = [{"role": ACCESSOR, "members": [ALICE]}]
     sm.setIamPolicy(resource=db, body={"policy": theirs}).execute()
 
-    spec = with_refs(gcp_spec(project), {"DB_PASSWORD": "gcp-sm:db-password"}, {"/etc/app/tls.key": "gcp-sm:tls-key"})
+    elsewhere = f"sec-{uuid.uuid4().hex[:10]}"
+    shared = plant(sandbox, elsewhere, "shared-token")  # another project's secret, named in full
+    refs = {"DB_PASSWORD": "gcp-sm:db-password", "SHARED": f"gcp-sm:{shared}"}
+    spec = with_refs(gcp_spec(project), refs, {"/etc/app/tls.key": "gcp-sm:tls-key"})
     gcp, ctx = clients(sandbox, spec), context(spec)
     project_before = project_policy(sandbox, project)
     identity.ensure_identity(gcp, ctx)
     email = naming.service_account_email(spec, project)
     member = f"serviceAccount:{email}"
 
-    for name in (db, key):
+    for name in (db, key, shared):
         (binding,) = accessor_bindings(secret_policy(sandbox, name), member)
         assert binding["role"] == ACCESSOR and not binding.get("condition")
     assert accessor_bindings(secret_policy(sandbox, unused), member) == []
@@ -94,11 +97,13 @@ def test_one_accessor_binding_per_referenced_secret_removed_with_the_reference_a
     assert [b for b in project_before.get("bindings", []) if member not in b.get("members", [])] == [
         b for b in project_after.get("bindings", []) if member not in b.get("members", [])
     ]
-    assert gcp_ids(ctx.infra).SecretBindings == sorted([db, key])
+    assert gcp_ids(ctx.infra).SecretBindings == sorted([db, key, shared])
+    assert not [b for b in project_policy(sandbox, elsewhere).get("bindings", []) if member in b.get("members", [])]
 
-    ctx.spec = with_refs(gcp_spec(project), {"DB_PASSWORD": "gcp-sm:db-password"})  # tls.key's reference went
+    ctx.spec = with_refs(gcp_spec(project), {"DB_PASSWORD": "gcp-sm:db-password"})  # tls.key's and SHARED's went
     identity.ensure_identity(gcp, ctx)
     assert accessor_bindings(secret_policy(sandbox, key), member) == []
+    assert accessor_bindings(secret_policy(sandbox, shared), member) == []
     assert len(accessor_bindings(secret_policy(sandbox, db), member)) == 1
     assert gcp_ids(ctx.infra).SecretBindings == [db]
     assert [lo.kind for lo in inventory.leftovers(gcp, ctx) if lo.kind == secret_iam.LEFTOVER_KIND] == [
