@@ -214,6 +214,8 @@ def test_versions_resolve_latest_to_the_newest_number(sm: tuple[GcpClients, Fake
     assert got == {"gcp-sm:rotated": "3", "gcp-sm:rotated/versions/1": "1"}
     fake.store[f"projects/{PROJECT}/secrets/rotated"]["versions"]["4"] = "ENABLED"  # a new version added
     assert GcpSecretAccess(gcp).versions(refs(A="gcp-sm:rotated"))["gcp-sm:rotated"] == "4"
+    with pytest.raises(NotFoundError, match=f"gcp-sm:gone: no such secret in project {PROJECT}"):
+        GcpSecretAccess(gcp).versions(refs(A="gcp-sm:gone"))
 
 
 def test_guest_source_points_the_vm_at_the_sandbox_or_at_google() -> None:

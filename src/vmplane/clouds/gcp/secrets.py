@@ -133,9 +133,13 @@ class GcpSecretAccess(SecretAccess):
         created version, whatever its state (`problems` refuses it when that one is not ENABLED)."""
         out: dict[str, str | None] = {}
         for ref in gcp_refs(refs).values():
-            if ref.text not in out:
+            if ref.text in out:
+                continue
+            try:
                 name = str(self._get_version(ref).get("name", ""))
-                out[ref.text] = name.rsplit("/", 1)[-1] or None
+            except NotFoundError as e:  # gone since plan checked it: say which reference, never a value
+                raise NotFoundError(f"{ref.text}: {self._problem(ref) or e}", code=e.code, operation=e.operation) from e
+            out[ref.text] = name.rsplit("/", 1)[-1] or None
         return out
 
     def guest_source(self) -> dict[str, Any]:
