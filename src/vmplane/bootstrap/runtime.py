@@ -13,17 +13,23 @@ import base64
 import hashlib
 import json
 import shlex
+from collections.abc import Mapping
+from typing import Any
 
 from vmplane.bootstrap.cloudinit import NGINX_CONF_DIR, NGINX_CONTAINER_NAME
 from vmplane.envspec.models import BootstrapMode, EnvSpec
+from vmplane.envspec.secrets import field_path, secret_refs
 
 RUNTIME_ENV_PATH = "/etc/vmplane/runtime.env"
 RUNTIME_HASH_PATH = "/etc/vmplane/runtime.sha256"
 
 
-def runtime_hash(spec: EnvSpec) -> str:
+def runtime_hash(spec: EnvSpec, versions: Mapping[str, str | None] | None = None) -> str:
+    # h-push's stand-in for h-fetch's signature (the refs' versions are in the hash); h-fetch's replaces it.
     runtime = spec.runtime.model_dump(mode="json", by_alias=True)
-    doc = {"env": runtime["env"], "files": runtime["files"], "mode": spec.bootstrap.mode.value}
+    doc: dict[str, Any] = {"env": runtime["env"], "files": runtime["files"], "mode": spec.bootstrap.mode.value}
+    if versions:
+        doc["versions"] = {r.text: versions.get(r.text) for r in secret_refs(spec).values()}
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
 
@@ -43,11 +49,23 @@ def _write(path: str, content: str, mode: str) -> list[str]:
     ]
 
 
-def render_push_script(spec: EnvSpec, root: str = "") -> str:
+def render_push_script(
+    spec: EnvSpec,
+    root: str = "",
+    *,
+    source: dict[str, Any] | None = None,
+    env_values: Mapping[str, str] | None = None,
+) -> str:
     """The script the exec channel runs on every VM; prints what changed, exits non-zero on failure.
     `root` prefixes every path (a staging directory instead of `/`, as the tests run it)."""
     lines = ["set -euo pipefail", "changed=()"]
-    lines += _write(root + RUNTIME_ENV_PATH, _env_file(spec.runtime.plain_env()), "0600")
+    refs = secret_refs(spec)
+    given = env_values or {}
+    env = {**spec.runtime.plain_env()}
+    for key in spec.runtime.env:
+        if (ref := refs.get(field_path("env", key))) is not None and ref.text in given:
+            env[key] = given[ref.text]
+    lines += _write(root + RUNTIME_ENV_PATH, _env_file(env), "0600")
     for path, content in sorted(spec.runtime.plain_files().items()):
         lines += _write(root + path, content, "0644")
     if spec.bootstrap.mode is BootstrapMode.nginx:
