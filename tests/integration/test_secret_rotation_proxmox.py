@@ -76,7 +76,7 @@ def test_env_secret_rotates_by_push_and_by_apply_without_replacement(fake: Servi
     log = "\n".join(line for s in job["steps"] for line in s.get("log", []))
     assert "1 from vmplane's environment (env:)" in log, log
     # What the guest agent received is the script holding the value (the design on Proxmox).
-    first = render_push_script(spec, env_values={REF: FIRST}).strip()
+    first = render_push_script(spec, env_values={REF: FIRST}, versions={REF: None}).strip()
     for vmid in ids.values():
         assert _scripts(fake, int(vmid)) == [first]
     _never_stored(cli, out, err)
@@ -97,7 +97,7 @@ def test_env_secret_rotates_by_push_and_by_apply_without_replacement(fake: Servi
     assert pushed["config"]["operation"]["kind"] == "push"
     assert [s["name"] for s in pushed["config"]["operation"]["steps"]] == ["stepPushRuntime", "stepRegisterSpace"]
     assert {v["Name"]: v["ID"] for v in pushed["config"]["infra"]["VMs"]} == ids  # nothing replaced
-    second = render_push_script(spec, env_values={REF: SECOND}).strip()
+    second = render_push_script(spec, env_values={REF: SECOND}, versions={REF: None}).strip()
     for vmid in ids.values():
         assert _scripts(fake, int(vmid))[-1] == second
     _never_stored(cli, out, err)
@@ -110,7 +110,7 @@ def test_env_secret_rotates_by_push_and_by_apply_without_replacement(fake: Servi
     assert applied["config"]["operation"]["kind"] == "update"
     assert [s["name"] for s in applied["config"]["operation"]["steps"]] == ["stepPushRuntime", "stepRegisterSpace"]
     assert {v["Name"]: v["ID"] for v in applied["config"]["infra"]["VMs"]} == ids
-    third = render_push_script(spec, env_values={REF: THIRD}).strip()
+    third = render_push_script(spec, env_values={REF: THIRD}, versions={REF: None}).strip()
     for vmid in ids.values():
         assert _scripts(fake, int(vmid))[-1] == third
     _never_stored(cli, out, err)

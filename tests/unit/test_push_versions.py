@@ -73,7 +73,9 @@ def test_a_new_version_makes_every_vm_stale_and_the_script_carries_the_source() 
     driver = StoreDriver(store)
     ctx = _ctx(spec, [None, None])
     assert push_runtime(driver, ctx, sandbox=False) == 2  # type: ignore[arg-type]
-    assert driver.sent == [(["i-0", "i-1"], [render_push_script(spec, source=SOURCE)])]
+    assert driver.sent == [
+        (["i-0", "i-1"], [render_push_script(spec, source=SOURCE, versions={"aws-sm:db-pass": "v1"})])
+    ]
     first = runtime_hash(spec, {"aws-sm:db-pass": "v1"})
     assert {v.RuntimeHash for v in ctx.infra.VMs} == {first}
     assert ctx.infra.SecretVersions == {"aws-sm:db-pass": "v1"}
@@ -119,7 +121,11 @@ def test_env_references_push_to_every_vm_every_time(monkeypatch: pytest.MonkeyPa
     ctx = _ctx(spec, [None])
     assert push_runtime(driver, ctx, sandbox=False) == 1  # type: ignore[arg-type]
     assert push_runtime(driver, ctx, sandbox=False) == 1  # type: ignore[arg-type]  # no version to compare
-    assert driver.sent[-1][1] == [render_push_script(spec, env_values={"env:VMPLANE_UNIT_PW2": "unit-env-value-2-x9"})]
+    assert driver.sent[-1][1] == [
+        render_push_script(
+            spec, env_values={"env:VMPLANE_UNIT_PW2": "unit-env-value-2-x9"}, versions={"env:VMPLANE_UNIT_PW2": None}
+        )
+    ]
 
 
 def _job(tmp_path: Any, spec: EnvSpec, hashes: list[str | None], got: dict[str, str | None]) -> svc.JobView:

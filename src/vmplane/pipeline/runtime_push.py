@@ -140,7 +140,7 @@ def push_runtime(driver: CloudDriver, ctx: Context, *, sandbox: bool, force: boo
 def _script(driver: CloudDriver, spec: EnvSpec, want: Wanted) -> str:
     source: dict[str, Any] | None = driver.secret_access().guest_source() if want.fetched else None
     values = env_values(want.env_refs) if want.env_refs else None
-    script = render_push_script(spec, source=source, env_values=values)
+    script = render_push_script(spec, source=source, env_values=values, versions=want.versions)
     # runtime_script_problem measured the script without the fetcher's source: this one is what is sent.
     if (size := len(script.encode())) > (limit := driver.capabilities.exec_payload_bytes):
         raise RuntimePushError(
