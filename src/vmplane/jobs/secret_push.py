@@ -53,6 +53,21 @@ def version_changes(job: JobView, spec: EnvSpec, want: Wanted | None = None) -> 
     return out
 
 
+def references_changed(changes: list[Change]) -> bool:
+    """Whether the file's changes add, remove or change a secret reference: the VMs' read access (the
+    identity step's grants) must follow before a push."""
+
+    def is_ref(value: object) -> bool:  # a reference, or an env/files object holding one
+        if not isinstance(value, dict):
+            return False
+        return isinstance(value.get("secret"), str) or any(is_ref(v) for v in value.values())
+
+    return any(
+        c.path.startswith("runtime.") and (c.path.endswith(".secret") or is_ref(c.old) or is_ref(c.new))
+        for c in changes
+    )
+
+
 def plan_push(job: JobView, *, force: bool = False) -> OperationPlan:
     """`vmplane push ENV`: re-read the secrets' versions and push to every running VM whose hash differs
     (`force`: to every running VM)."""
