@@ -206,3 +206,24 @@ def test_the_api_records_a_push_operation(tmp_path: Any, monkeypatch: pytest.Mon
     assert r.json()["impact"] == [{"path": "runtime", "impact": "runtime", "consequence": CONSEQUENCE[Impact.runtime]}]
     doc = client.get("/openapi.json").json()
     assert doc["components"]["schemas"]["Push"]["properties"]["vmOp"]["const"] == "push"
+
+
+def test_a_reference_added_or_removed_runs_the_identity_step_before_the_push(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from vmplane.jobs import operations
+
+    spec = _secret_spec(DB={"secret": "aws-sm:db-pass"})
+    store = FakeStore({"aws-sm:db-pass": "v1", "aws-sm:api": "a1"})
+    monkeypatch.setattr(secret_push, "driver_for", lambda _t: StoreDriver(store))
+    was = runtime_hash(spec, {"aws-sm:db-pass": "v1"})
+    job = _job(tmp_path, spec, [was, was], {"aws-sm:db-pass": "v1"})
+    regrant = ["stepValidate", "stepCreateIAM", "stepPushRuntime", "stepRegisterSpace"]
+    added = _secret_spec(DB={"secret": "aws-sm:db-pass"}, API={"secret": "aws-sm:api"})
+    assert operations.plan_update(added, job.target, job, refresh=False).plan.steps == regrant
+    assert operations.plan_update(_secret_spec(), job.target, job, refresh=False).plan.steps == regrant  # removed
+    plain = _secret_spec(DB={"secret": "aws-sm:db-pass"}, LOG="debug")
+    assert operations.plan_update(plain, job.target, job, refresh=False).plan.steps == [
+        "stepPushRuntime",
+        "stepRegisterSpace",
+    ]
