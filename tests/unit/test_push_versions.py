@@ -227,3 +227,19 @@ def test_a_reference_added_or_removed_runs_the_identity_step_before_the_push(
         "stepPushRuntime",
         "stepRegisterSpace",
     ]
+
+
+def test_an_exec_error_echoing_an_env_value_is_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
+    from vmplane.clouds.errors import InvalidRequestError
+
+    value = "unit-env-value-echoed-7h2"
+    spec = _pve_spec({"PW": {"secret": "env:VMPLANE_UNIT_PW3"}})
+    monkeypatch.setenv("VMPLANE_UNIT_PW3", value)
+
+    class Echoing(StoreDriver):
+        def run_command(self, ids: list[str], commands: list[str], timeout: float, comment: str = "") -> Any:
+            raise InvalidRequestError(f"parameter verification failed: command: {value} too long")
+
+    with pytest.raises(RuntimePushError) as err:
+        push_runtime(Echoing(FakeStore({})), _ctx(spec, [None]), sandbox=False)  # type: ignore[arg-type]
+    assert value not in str(err.value) and "parameter verification failed" in str(err.value)

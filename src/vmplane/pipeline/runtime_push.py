@@ -110,10 +110,14 @@ def push_runtime(driver: CloudDriver, ctx: Context, *, sandbox: bool, force: boo
     if problem := runtime_script_problem(ctx.spec, driver.capabilities.exec_payload_bytes):
         raise RuntimePushError(problem)
     script = _script(driver, ctx.spec, want)
-    results = {
-        r.instance_id: r
-        for r in driver.run_command([str(v.ID) for v in stale], [script], PUSH_TIMEOUT, comment="vmplane runtime push")
-    }
+    try:
+        sent = driver.run_command([str(v.ID) for v in stale], [script], PUSH_TIMEOUT, comment="vmplane runtime push")
+    except VmplaneError as err:
+        if not want.env_refs:
+            raise
+        # The script held `env:` values: an API error that echoed part of the request must not reach the record.
+        raise RuntimePushError(redact.redact(str(err))) from None
+    results = {r.instance_id: r for r in sent}
     failed = []
     for vm in stale:
         result = results.get(str(vm.ID))
