@@ -12,7 +12,6 @@ import json
 import uuid
 from typing import Any
 
-import pytest
 from tests.helpers import Cli, Sandbox, write_env
 from tests.integration.test_gcp_identity_preflight import clients, context, gcp_spec, project_policy, roles_of
 
@@ -240,11 +239,6 @@ def test_killed_between_two_set_iam_policy_calls_apply_and_destroy_rerun_to_a_cl
         assert member.split(":", 1)[1] not in json.dumps(secret_policy(sandbox, s))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="jobs/apply.py (the push helper's) runs only stepPushRuntime + stepRegisterSpace for a runtime-only "
-    "change, so stepCreateIAM, which binds and unbinds, does not run when a reference is added or removed",
-)
 def test_a_reference_added_then_removed_through_apply_binds_then_unbinds(cli: Cli, sandbox: Sandbox, tmp_path) -> None:
     project = f"sec-{uuid.uuid4().hex[:10]}"
     a, b = plant(sandbox, project, "alpha"), plant(sandbox, project, "bravo")
