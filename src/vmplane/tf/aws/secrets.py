@@ -43,10 +43,10 @@ SECRET_LOCALS = {
         f'      Resource = "arn:${{{PARTITION}}}:ssm:${{{REGION}}}:${{{ACCOUNT}}}:parameter${{n}}"\n'
         "    }],\n"
         "    [for n in sort(keys(data.aws_kms_key.secret)) : {\n"
-        '      Sid       = "DecryptSecret${substr(sha1(n), 0, 16)}"\n'
-        '      Effect    = "Allow"\n'
-        '      Action    = "kms:Decrypt"\n'
-        "      Resource  = data.aws_kms_key.secret[n].arn\n"
+        '      Sid      = "DecryptSecret${substr(sha1(n), 0, 16)}"\n'
+        '      Effect   = "Allow"\n'
+        '      Action   = "kms:Decrypt"\n'
+        "      Resource = data.aws_kms_key.secret[n].arn\n"
         "      Condition = {\n"
         f'        StringEquals = {{ "kms:ViaService" = "secretsmanager.${{{REGION}}}.amazonaws.com" }}\n'
         "      }\n"
