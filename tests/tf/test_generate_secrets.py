@@ -192,3 +192,11 @@ def test_checkov_passes_the_gcp_bindings(tmp_path: Path) -> None:
     report = json.loads(proc.stdout)
     failed = [c for r in (report if isinstance(report, list) else [report]) for c in r["results"]["failed_checks"]]
     assert [c for c in failed if "secret" in c["resource"]] == []
+
+
+@pytest.mark.parametrize("example", ["fixed.jsonc", "dev-schedule.jsonc"])
+def test_the_account_data_sources_are_declared_once(example: str) -> None:
+    """The scheduler's role (a scheduled Fixed pool) declares them too: never twice."""
+    files = generate(with_runtime(example, AWS_RUNTIME))
+    tf = "".join(text for name, text in files.items() if name.endswith(".tf"))
+    assert tf.count('data "aws_caller_identity" "current"') == 1 and tf.count('data "aws_partition" "current"') == 1

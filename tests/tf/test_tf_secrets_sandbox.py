@@ -2,8 +2,9 @@
 secret's value is planted in moto's Secrets Manager and SSM with a unique marker, and no byte of the
 generated files, `plan -out`, `show -json` of it, or `terraform.tfstate` after the apply holds a marker.
 The VM role's inline policy read back from the sandbox has one statement per referenced secret, on its
-real ARN. (The GCP stack: the google provider is not in the offline mirror, so no plan or apply of it
-here; tests/tf/test_generate_secrets.py checks its bindings with Terraform's own evaluation.)"""
+real ARN, and kms:Decrypt (through Secrets Manager only) on the customer key one of them is under.
+(The GCP stack: the google provider is not in the offline mirror, so no plan or apply of it here;
+tests/tf/test_generate_secrets.py checks its bindings with Terraform's own evaluation.)"""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from vmplane.tf.aws.secrets import POLICY_NAME
 NAME = "itest-tf-secrets"
 SM_NAME = f"{NAME}/db"
 SSM_PATH = f"/{NAME}/tls-key"
+CMK_NAME = f"{NAME}/api"
 ACCOUNT = "123456789012"  # moto's account
 
 
@@ -62,14 +64,21 @@ def occurrences(markers: list[str], *roots: Path) -> dict[str, int]:
 def test_plan_and_state_hold_references_only_and_the_role_reads_exactly_its_secrets(
     cli: Cli, sandbox: Sandbox, tf_env: dict[str, str], tmp_path: Path
 ) -> None:
-    markers = [f"sm-marker-{uuid.uuid4().hex}", f"ssm-marker-{uuid.uuid4().hex}", f"ssm-v2-{uuid.uuid4().hex}"]
+    markers = [f"{kind}-marker-{uuid.uuid4().hex}" for kind in ("sm", "ssm", "ssm-v2", "cmk")]
     sm = sandbox.client("secretsmanager")
     arn = sm.create_secret(Name=SM_NAME, SecretString=json.dumps({"password": markers[0]}))["ARN"]
+    # A secret under a customer managed key: its statement, and kms:Decrypt on the key via Secrets Manager.
+    key_arn = sandbox.client("kms").create_key(Description=NAME)["KeyMetadata"]["Arn"]
+    cmk_arn = sm.create_secret(Name=CMK_NAME, SecretString=markers[3], KmsKeyId=key_arn)["ARN"]
     ssm = sandbox.client("ssm")
     ssm.put_parameter(Name=SSM_PATH, Value=markers[1], Type="SecureString")
     ssm.put_parameter(Name=SSM_PATH, Value=markers[2], Type="SecureString", Overwrite=True)  # version 2
     runtime = {
-        "env": {"LOG_LEVEL": "info", "DB_PASSWORD": {"secret": f"aws-sm:{SM_NAME}#password"}},
+        "env": {
+            "LOG_LEVEL": "info",
+            "DB_PASSWORD": {"secret": f"aws-sm:{SM_NAME}#password"},
+            "API_KEY": {"secret": f"aws-sm:{CMK_NAME}"},
+        },
         "files": {"/etc/app/tls.key": {"secret": f"aws-ssm:{SSM_PATH}:1"}},
     }
     pools = {
@@ -98,16 +107,21 @@ def test_plan_and_state_hold_references_only_and_the_role_reads_exactly_its_secr
         iam = sandbox.client("iam")
         role = f"vmplane-acme-{NAME}-vm"
         doc = iam.get_role_policy(RoleName=role, PolicyName=POLICY_NAME)["PolicyDocument"]
-        statements = sorted((s["Action"], s["Resource"]) for s in doc["Statement"])
+        statements = [(s["Sid"][:-8], s["Action"], s["Resource"]) for s in doc["Statement"]]
+        # One per secret in the order of its first field (the Sid's words: the direct pipeline's), then the key.
         assert statements == [
-            ("secretsmanager:GetSecretValue", arn),
-            ("ssm:GetParameter", f"arn:aws:ssm:us-east-1:{ACCOUNT}:parameter{SSM_PATH}"),
+            ("EnvAPIKEY", "secretsmanager:GetSecretValue", cmk_arn),
+            ("EnvDBPASSWORD", "secretsmanager:GetSecretValue", arn),
+            ("FilesEtcAppTlsKey", "ssm:GetParameter", f"arn:aws:ssm:us-east-1:{ACCOUNT}:parameter{SSM_PATH}"),
+            ("EnvAPIKEYKms", "kms:Decrypt", key_arn),
         ]
+        assert doc["Statement"][-1]["Condition"] == {
+            "StringEquals": {"kms:ViaService": "secretsmanager.us-east-1.amazonaws.com"}
+        }
         assert all(s["Effect"] == "Allow" and s["Sid"].isalnum() for s in doc["Statement"])
-        # The direct pipeline's Sids: from the first field that references the secret.
-        assert sorted(s["Sid"][:-8] for s in doc["Statement"]) == ["EnvDBPASSWORD", "FilesEtcAppTlsKey"]
         assert iam.list_role_policies(RoleName=role)["PolicyNames"] == [POLICY_NAME]
     finally:
         tf(tf_env, stack, "destroy", "-auto-approve", "-input=false", "-no-color")
-        sm.delete_secret(SecretId=arn, ForceDeleteWithoutRecovery=True)
+        for secret in (arn, cmk_arn):
+            sm.delete_secret(SecretId=secret, ForceDeleteWithoutRecovery=True)
         ssm.delete_parameter(Name=SSM_PATH)
