@@ -198,5 +198,6 @@ def test_checkov_passes_the_gcp_bindings(tmp_path: Path) -> None:
 def test_the_account_data_sources_are_declared_once(example: str) -> None:
     """The scheduler's role (a scheduled Fixed pool) declares them too: never twice."""
     files = generate(with_runtime(example, AWS_RUNTIME))
+    assert ('"aws_iam_role" "scheduler"' in files["vmplane.env.roles.tf"]) == (example == "dev-schedule.jsonc")
     tf = "".join(text for name, text in files.items() if name.endswith(".tf"))
     assert tf.count('data "aws_caller_identity" "current"') == 1 and tf.count('data "aws_partition" "current"') == 1

@@ -104,6 +104,17 @@ def test_plan_and_state_hold_references_only_and_the_role_reads_exactly_its_secr
         assert held == {}
         assert {"plan.bin", "terraform.tfstate"} <= {p.name for p in stack.iterdir()}  # what was read
 
+        # The stack's runtime record (a SecureString of local.runtime): references and plain values only.
+        record = json.loads(
+            ssm.get_parameter(Name=f"/vmplane/acme/{NAME}/runtime", WithDecryption=True)["Parameter"]["Value"]
+        )
+        assert record["env"] == {
+            "LOG_LEVEL": "info",
+            "DB_PASSWORD": {"secret": f"aws-sm:{SM_NAME}#password"},
+            "API_KEY": {"secret": f"aws-sm:{CMK_NAME}"},
+        }
+        assert record["files"] == {"/etc/app/tls.key": {"secret": f"aws-ssm:{SSM_PATH}:1"}}
+
         iam = sandbox.client("iam")
         role = f"vmplane-acme-{NAME}-vm"
         doc = iam.get_role_policy(RoleName=role, PolicyName=POLICY_NAME)["PolicyDocument"]
@@ -125,3 +136,13 @@ def test_plan_and_state_hold_references_only_and_the_role_reads_exactly_its_secr
         for secret in (arn, cmk_arn):
             sm.delete_secret(SecretId=secret, ForceDeleteWithoutRecovery=True)
         ssm.delete_parameter(Name=SSM_PATH)
+
+
+def test_the_grep_sees_a_marker_in_a_file_and_inside_a_compressed_plan(tmp_path: Path) -> None:
+    """The check above can fail: a value in a plain file, or deflated inside a zip (as in plan.bin), is found."""
+    marker = f"control-{uuid.uuid4().hex}"
+    (tmp_path / "state.json").write_text(json.dumps({"value": marker}))
+    with zipfile.ZipFile(tmp_path / "plan.bin", "w", compression=zipfile.ZIP_DEFLATED) as z:
+        z.writestr("tfplan", (marker + "x" * 1000) * 3)
+    assert marker.encode() not in (tmp_path / "plan.bin").read_bytes()  # compressed: a plain grep misses it
+    assert occurrences([marker], tmp_path) == {str(tmp_path / "state.json"): 1, str(tmp_path / "plan.bin"): 3}
