@@ -163,6 +163,11 @@ def secret_refs(spec: EnvSpec) -> dict[str, SecretRef]:
     return out
 
 
+def secret_like(key: str) -> bool:
+    """A variable name or file path (by its base name) that usually holds a secret: DB_PASSWORD, tls.key."""
+    return _SECRET_LIKE.search(key.rsplit("/", 1)[-1]) is not None
+
+
 def plain_secret_warnings(spec: EnvSpec, example: SecretStore | None) -> list[str]:
     """Plain-text values whose name says they are secret, each with the reference to use instead."""
     hint = _FORMS[example][0] if example else " | ".join(form for form, _ in _FORMS.values())
