@@ -61,6 +61,9 @@ _LEGACY_NAMES = {"VpcID": "NetworkID", "VpcCreated": "NetworkCreated", "PrivateS
 class InfraConfig(StateModel):
     # Documented fields (API users read these)
     VMs: list[VMRecord] = Field(default_factory=list)
+    # The secret references' versions the last runtime push delivered (ref text -> version id): plan shows
+    # a newer one as `old -> new version`. Ids only, never a value.
+    SecretVersions: dict[str, str | None] = Field(default_factory=dict)
     VMSecurityGroupID: str | None = None
     LoadBalancerID: str | None = None
     ScalingGroupID: dict[str, str] = Field(default_factory=dict)  # pool -> ASG name / MIG name

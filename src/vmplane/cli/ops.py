@@ -1,5 +1,5 @@
-"""Operations on a provisioned environment (vmOp): lb attach/detach, scale, rotate, stop/start. One shape
-for all."""
+"""Operations on a provisioned environment (vmOp): lb attach/detach, scale, rotate, push, stop/start. One
+shape for all."""
 
 from __future__ import annotations
 
@@ -164,3 +164,19 @@ def start(
     from vmplane.jobs import operations
 
     _operate(env, lambda job: operations.plan_start(job, pool), yes, output)
+
+
+def push(
+    env: EnvArg,
+    force: Annotated[
+        bool, typer.Option("--force", help="Push to every running VM, not only those whose settings differ.")
+    ] = False,
+    yes: YesOpt = False,
+    output: OutputOpt = "text",
+) -> None:
+    """Push the runtime settings again: re-read the referenced secrets' versions (metadata, never a value)
+    and push to every running VM whose settings or secret versions differ; nothing is replaced. Rotating
+    a secret: update it in its store, then `vmplane push ENV` (or apply the unchanged file)."""
+    from vmplane.jobs import operations
+
+    _operate(env, lambda job: operations.plan_push(job, force=force), yes, output)

@@ -40,6 +40,7 @@ PLAN_VERBS = {
     "scale": "scale",
     "rotate": "replace the outdated VMs of",
     "repair": "repair",
+    "push": "push the runtime settings to the VMs of",
 }
 IMPACT_STYLE = {"runtime": "cyan", "vm": "yellow", "cloud": "green", "identity": "red"}
 

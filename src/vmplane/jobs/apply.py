@@ -18,7 +18,7 @@ from vmplane.cost.delta import plan_cost
 from vmplane.envspec.impact import CONSEQUENCE, Change, Impact, diff
 from vmplane.envspec.models import EnvSpec
 from vmplane.errors import UsageError
-from vmplane.jobs import drift, precheck
+from vmplane.jobs import drift, precheck, secret_push
 from vmplane.jobs import service as jobs
 from vmplane.jobs.poolsizes import scaled_notes, size_resources
 from vmplane.jobs.service import JobConflictError, JobStatus, JobView, OperationRecord, Phase
@@ -115,6 +115,9 @@ def plan_apply(
     if job.status is JobStatus.succeeded or failed_op is not None:
         report = drift.check(job) if refresh and drift.checkable(job) and job.target == target else None
         if same:
+            # The file as applied, but a secret it references has a new version the VMs lack: a runtime update.
+            if due := secret_push.version_changes(job, spec):
+                return _classified_update(spec, target, job, report, due)
             if report is not None and report.drift:
                 op = drift.plan_repair(job, report)
                 return ApplyPlan(Decision.repair, op.plan, job, repair=op)
@@ -138,11 +141,20 @@ def plan_update(spec: EnvSpec, target: Target, job: JobView, *, refresh: bool = 
 
 
 def _classified_update(
-    spec: EnvSpec, target: Target, job: JobView, report: drift.DriftReport | None = None
+    spec: EnvSpec,
+    target: Target,
+    job: JobView,
+    report: drift.DriftReport | None = None,
+    due: list[Change] | None = None,
 ) -> ApplyPlan:
     """plan_update once the file passed the driver's capability check (plan_apply ran it already).
-    `report`: the cloud's drift, repaired by the update's first steps."""
+    `report`: the cloud's drift, repaired by the update's first steps. `due`: the secrets' new versions
+    (`secret_push.version_changes`), when the caller has read them already."""
     changes = diff(job.config["spec"], jobs.spec_json(spec)) + manifest_changes(job, spec)
+    seen = {c.path for c in changes}
+    due = secret_push.version_changes(job, spec) if due is None else due
+    # A reference the file changed is in the diff already: its new version is delivered with it.
+    changes += [c for c in due if c.path not in seen and c.path.removesuffix(".secret") not in seen]
     refusals: list[str] = []
     for c in changes:
         if c.impact is Impact.identity:

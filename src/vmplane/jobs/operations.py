@@ -22,6 +22,7 @@ from vmplane.jobs.listings import find_job
 from vmplane.jobs.lookup import ExecTarget, current_job_for, exec_command, exec_target, session_hint
 from vmplane.jobs.poolstate import stopped_reason
 from vmplane.jobs.powerops import plan_start, plan_stop
+from vmplane.jobs.secret_push import plan_push
 from vmplane.jobs.vmops import (
     OperationError,
     OperationPlan,
@@ -54,6 +55,7 @@ __all__ = [
     "plan_attach_lb",
     "plan_destroy",
     "plan_detach_lb",
+    "plan_push",
     "plan_rotate",
     "plan_scale",
     "plan_start",

@@ -146,6 +146,7 @@ class PlanKind(StrEnum):
     stop = "stop"
     start = "start"
     repair = "repair"
+    push = "push"
 
 
 class PlanError(VmplaneError):

@@ -164,7 +164,9 @@ def _rotate(driver: CloudDriver, ctx: Context, job: JobView) -> None:
 
 
 def _push(driver: CloudDriver, ctx: Context, job: JobView) -> None:
-    push_runtime(driver, ctx, sandbox=job.target.sandbox)
+    # `vmplane push --force`: every running VM, whatever its recorded hash says.
+    force = bool(job.operation.params.get("force")) if job.operation and job.operation.kind == "push" else False
+    push_runtime(driver, ctx, sandbox=job.target.sandbox, force=force)
 
 
 def _unregister(driver: CloudDriver, ctx: Context, job: JobView) -> None:

@@ -3,9 +3,11 @@ loading boto3 (the driver declares the same object)."""
 
 from __future__ import annotations
 
+from vmplane.clouds.aws.secret_policy import estimated_grants, size_problem
 from vmplane.clouds.base import Capabilities, TagRules, capability_problems
 from vmplane.clouds.tags import AWS_TAG_KEY
 from vmplane.envspec.models import CertSource, Cloud, EnvSpec, ExecMode
+from vmplane.envspec.secrets import secret_refs
 
 EXEC_SCRIPT_BYTES = 48 * 1024  # the largest script one SSM Run Command carries (aws/exec.py enforces it)
 USER_DATA_BYTES = 16384  # EC2's limit on user-data before base64
@@ -25,5 +27,8 @@ CAPABILITIES = Capabilities(
 
 
 def static_problems(spec: EnvSpec) -> list[str]:
-    """What `spec` asks that the AWS driver cannot do, each naming the field."""
-    return capability_problems(spec, CAPABILITIES, Cloud.aws)
+    """What `spec` asks that the AWS driver cannot do, each naming the field; and a secrets policy that
+    could not fit IAM's limit even before the cloud names the keys (precheck sees the real one)."""
+    out = capability_problems(spec, CAPABILITIES, Cloud.aws)
+    too_big = size_problem(estimated_grants(secret_refs(spec), spec.provider.region), spec.provider.region)
+    return out + ([too_big] if too_big else [])

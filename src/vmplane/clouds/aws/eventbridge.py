@@ -20,7 +20,7 @@ from vmplane.clouds import deletes
 from vmplane.clouds.aws import naming
 from vmplane.clouds.aws.errors import aws_call, aws_errors
 from vmplane.clouds.aws.ids import aws_ids
-from vmplane.clouds.aws.scheduler_role import partition
+from vmplane.clouds.aws.naming import partition
 from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.aws.tags import owned_by, tag_list, tag_owner
 from vmplane.clouds.base import Context

@@ -1,5 +1,6 @@
-"""The VM role and instance profile: the exec-channel policy (SSM) and nothing broader; and, when a Fixed
-pool has a schedule, the role EventBridge Scheduler runs its schedules as (`scheduler_role`)."""
+"""The VM role and instance profile: the exec-channel policy (SSM), read access to exactly the referenced
+secrets (`secret_policy`), and nothing broader; and, when a Fixed pool has a schedule, the role
+EventBridge Scheduler runs its schedules as (`scheduler_role`)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,15 @@ from collections.abc import Callable
 from functools import partial
 
 from vmplane.clouds import deletes
-from vmplane.clouds.aws import naming, scheduler_role
+from vmplane.clouds.aws import naming, scheduler_role, secret_policy
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.ids import aws_ids
+from vmplane.clouds.aws.secrets import AwsSecretAccess
 from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.aws.tags import owned_by, tag_list, tag_owner
 from vmplane.clouds.base import Context
-from vmplane.clouds.errors import ConflictError, NotFoundError
+from vmplane.clouds.errors import ConflictError, InvalidRequestError, NotFoundError
+from vmplane.envspec.secrets import secret_refs
 
 EXEC_POLICY_ARN = "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore"
 ASSUME_ROLE_POLICY = json.dumps(
@@ -48,6 +51,7 @@ def ensure_identity(aws: AwsClients, ctx: Context) -> None:
     attached = aws_call(iam.list_attached_role_policies, RoleName=name)["AttachedPolicies"]
     if not any(p["PolicyArn"] == EXEC_POLICY_ARN for p in attached):
         aws_call(iam.attach_role_policy, RoleName=name, PolicyArn=EXEC_POLICY_ARN)
+    ensure_secret_grants(aws, ctx)
 
     try:
         profile = aws_call(
@@ -65,6 +69,38 @@ def ensure_identity(aws: AwsClients, ctx: Context) -> None:
         # Here rather than with the schedules: IAM is eventually consistent, and the VMs' boot gives the
         # role time to reach EventBridge Scheduler before stepCreateVMs names it in a schedule.
         ensure_scheduler_role(aws, ctx)
+
+
+def ensure_secret_grants(aws: AwsClients, ctx: Context) -> None:
+    """The VM role's `vmplane-secrets` policy as the spec's references want it: put (PutRolePolicy replaces
+    by name, so a re-run converges) when it differs, deleted when nothing is referenced any more (a
+    policy already gone is done). Runs in stepCreateIAM, and before a runtime push of new references."""
+    iam, name = aws.iam, aws_ids(ctx.infra).RoleName or role_name(ctx)
+    refs = secret_policy.aws_refs(secret_refs(ctx.spec))
+    region = ctx.spec.provider.region
+    grants = AwsSecretAccess(aws).grants(refs, scheduler_role.account_id(aws, ctx)) if refs else []
+    doc = secret_policy.policy_document(grants, region)
+    if doc is None:
+        delete = partial(aws_call, iam.delete_role_policy, RoleName=name, PolicyName=secret_policy.POLICY_NAME)
+        if deletes.delete(delete, what=f"delete policy {secret_policy.POLICY_NAME}"):
+            ctx.log(f"role {name}: no secret referenced, its {secret_policy.POLICY_NAME} policy removed")
+        return
+    too_big = secret_policy.size_problem(grants, region)
+    if too_big:
+        raise InvalidRequestError(too_big)
+    try:
+        current = aws_call(iam.get_role_policy, RoleName=name, PolicyName=secret_policy.POLICY_NAME)
+    except NotFoundError:
+        current = {}
+    if current.get("PolicyDocument") != doc:
+        aws_call(
+            iam.put_role_policy,
+            RoleName=name,
+            PolicyName=secret_policy.POLICY_NAME,
+            PolicyDocument=secret_policy.policy_text(doc),
+        )
+    secrets = len({(g.service, g.arn) for g in grants})
+    ctx.log(f"role {name}: {secret_policy.POLICY_NAME} reads exactly {secrets} referenced secret(s)")
 
 
 def ensure_scheduler_role(aws: AwsClients, ctx: Context) -> str:

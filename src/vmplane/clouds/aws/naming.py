@@ -8,6 +8,15 @@ import hashlib
 from vmplane.envspec.models import EnvSpec
 
 
+def partition(region: str) -> str:
+    """The ARN partition a region belongs to."""
+    if region.startswith("cn-"):
+        return "aws-cn"
+    if region.startswith("us-gov-"):
+        return "aws-us-gov"
+    return "aws"
+
+
 def account_unique(spec: EnvSpec, suffix: str) -> str:
     """Security groups, launch templates and ASGs: org + env keeps two orgs' "web" envs apart."""
     return f"vmplane-{spec.org}-{spec.name}-{suffix}"

@@ -1,4 +1,5 @@
-"""stepValidate's cloud half: who we are, which zones, which images, and do the types fit the arch."""
+"""stepValidate's cloud half: who we are, which zones, which images, do the types fit the arch, and can
+every referenced secret be read (metadata only: its value is the VM's to read)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,14 @@ from functools import partial
 from vmplane.clouds.aws import conflicts
 from vmplane.clouds.aws.errors import aws_call, aws_errors
 from vmplane.clouds.aws.ids import PoolImage, aws_ids
+from vmplane.clouds.aws.secret_policy import ANY_ACCOUNT, aws_refs, size_problem
+from vmplane.clouds.aws.secrets import AwsSecretAccess
 from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.base import Context
 from vmplane.clouds.errors import InvalidRequestError, NotFoundError
 from vmplane.clouds.parallel import side_by_side
-from vmplane.envspec.models import Arch
+from vmplane.envspec.models import Arch, EnvSpec
+from vmplane.envspec.secrets import secret_refs
 
 AWS_ARCH = {Arch.amd64: "x86_64", Arch.arm64: "arm64"}
 
@@ -51,12 +55,13 @@ def preflight(aws: AwsClients, ctx: Context) -> None:
     infra, spec = ctx.infra, ctx.spec
     infra.Region = spec.provider.region
     infra.ExecMode = spec.exec_mode.value
-    account, zones, images, offered, _ = side_by_side(
+    account, zones, images, offered, _, _ = side_by_side(
         lambda: aws_call(aws.sts.get_caller_identity)["Account"],
         lambda: _zones(aws, ctx) if not spec.network.existing_vpc_id else infra.Zones,
         lambda: dict(zip(spec.pools, side_by_side(*(partial(_image, aws, ctx, n) for n in spec.pools)), strict=True)),
         lambda: _check_instance_types(aws, ctx),
         lambda: conflicts.check_names(aws, ctx),  # before any step creates something under these names
+        lambda: check_secrets(aws, spec),
     )
     _check_offered_in_zones(ctx, offered, zones)
     aws_ids(infra).AccountID, infra.Zones, aws_ids(infra).Images = account, zones, images
@@ -145,3 +150,27 @@ def _check_offered_in_zones(ctx: Context, offered: dict[str, set[str]], zones: l
                 f"pools.{pool_name}.instanceType: {pool.instance_type} is not offered in {', '.join(missing)}, "
                 f"a zone the network uses (offered in {', '.join(sorted(offered[pool.instance_type]))})"
             )
+
+
+class SecretProblemsError(InvalidRequestError):
+    """Every referenced secret the VMs could not read, each `"<field>: <ref>: <why>"` (`problems`), so
+    that the precheck places each at its field."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(problems), code="SecretNotReadable")
+
+
+def check_secrets(aws: AwsClients, spec: EnvSpec) -> None:
+    """Each secret exists and can be read, and the role's policy for them fits IAM's size limit (its
+    ARNs as DescribeSecret answers them; any 12-digit account makes a parameter's ARN as long)."""
+    refs = aws_refs(secret_refs(spec))
+    if not refs:
+        return
+    access = AwsSecretAccess(aws, memo=True)  # the grants below reuse the problems' lookups
+    found = access.problems(refs)
+    if not found:
+        too_big = size_problem(access.grants(refs, ANY_ACCOUNT), spec.provider.region)
+        found = [too_big] if too_big else []
+    if found:
+        raise SecretProblemsError(found)

@@ -13,6 +13,7 @@ from typing import Any
 
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.ids import aws_ids
+from vmplane.clouds.aws.naming import partition
 from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.base import Context, Tagger
 from vmplane.envspec.models import EnvSpec, FixedPool
@@ -25,14 +26,6 @@ ACTIONS = ["ec2:StartInstances", "ec2:StopInstances"]
 def needed(spec: EnvSpec) -> bool:
     """Only Fixed pools run through EventBridge Scheduler (an ASG's scheduled actions need no role)."""
     return any(isinstance(p, FixedPool) and p.schedule is not None for p in spec.pools.values())
-
-
-def partition(region: str) -> str:
-    if region.startswith("cn-"):
-        return "aws-cn"
-    if region.startswith("us-gov-"):
-        return "aws-us-gov"
-    return "aws"
 
 
 def account_id(aws: AwsClients, ctx: Context) -> str:

@@ -268,6 +268,10 @@ class AwsClients:
         return self.client("ssm")
 
     @property
+    def secretsmanager(self) -> Any:
+        return self.client("secretsmanager")
+
+    @property
     def sts(self) -> Any:
         return self.client("sts")
 

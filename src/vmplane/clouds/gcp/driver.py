@@ -12,9 +12,10 @@ from vmplane.clouds.base import (
     Leftover,
     PlannedResource,
     SessionHint,
+    Tagger,
 )
 from vmplane.clouds.drift import Drift
-from vmplane.clouds.errors import CloudError, InvalidRequestError
+from vmplane.clouds.errors import CloudError, ConflictError, InvalidRequestError, NotFoundError, QuotaError
 from vmplane.clouds.gcp import (
     compute,
     firewall,
@@ -37,7 +38,9 @@ from vmplane.clouds.gcp import plan as gcp_plan
 from vmplane.clouds.gcp import repair as gcp_repair
 from vmplane.clouds.gcp.capabilities import CAPABILITIES, static_problems
 from vmplane.clouds.gcp.ids import gcp_ids
+from vmplane.clouds.gcp.secrets import GcpSecretAccess
 from vmplane.clouds.gcp.session import GcpClients, GcpTarget
+from vmplane.clouds.secret_access import SecretAccess
 from vmplane.envspec.models import Cloud, EnvSpec
 from vmplane.state import InfraConfig
 
@@ -67,6 +70,18 @@ class GcpDriver(CloudDriver):
 
     def preflight(self, ctx: Context) -> None:
         preflight.preflight(self.gcp, ctx)
+
+    def precheck(self, spec: EnvSpec, job_id: str, infra: InfraConfig | None = None) -> list[str]:
+        # The base's, but each unreadable secret is its own problem, placed at its field.
+        scratch = infra.model_copy(deep=True) if infra is not None else InfraConfig()
+        ctx = Context(job_id=job_id, spec=spec, infra=scratch, tagger=Tagger.for_spec(spec, job_id))
+        try:
+            self.preflight(ctx)
+        except preflight.SecretProblemsError as err:
+            return err.problems
+        except (InvalidRequestError, ConflictError, NotFoundError, QuotaError) as err:
+            return [str(err)]
+        return []
 
     def ensure_network(self, ctx: Context) -> None:
         network.ensure_network(self.gcp, ctx)
@@ -165,6 +180,9 @@ class GcpDriver(CloudDriver):
 
     def lb_teardown_resources(self, infra: InfraConfig) -> list[PlannedResource]:
         return gcp_plan.lb_teardown_resources(infra)
+
+    def secret_access(self) -> SecretAccess:
+        return GcpSecretAccess(self.gcp)
 
     def outputs(self, spec: EnvSpec, infra: InfraConfig) -> dict[str, Any]:
         ids = gcp_ids(infra)

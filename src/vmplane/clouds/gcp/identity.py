@@ -61,14 +61,19 @@ def get_account(gcp: GcpClients, email: str) -> dict[str, Any] | None:
     return out
 
 
-def _settling(fn: Callable[[], T], what: str, *, sleep: Callable[[float], None] = time.sleep) -> T:
-    """Retry `fn` while IAM does not know the new account yet (404 or 400 'does not exist')."""
+def _settling(
+    fn: Callable[[], T], what: str, *, sleep: Callable[[float], None] = time.sleep, not_found: bool = True
+) -> T:
+    """Retry `fn` while IAM does not know the new account yet (404 or 400 'does not exist'; a 404 only
+    if `not_found`: where it means the policy's resource is gone, it is the caller's answer)."""
     deadline, delay = time.monotonic() + IAM_SETTLE, 0.5
     while True:
         try:
             return fn()
         except (NotFoundError, InvalidRequestError) as e:
             if isinstance(e, InvalidRequestError) and "not exist" not in str(e):
+                raise
+            if isinstance(e, NotFoundError) and not not_found:
                 raise
             if time.monotonic() + delay > deadline:
                 raise DeadlineExceededError(f"{what}: IAM did not see the service account in {IAM_SETTLE:.0f}s") from e
@@ -110,6 +115,9 @@ def ensure_identity(gcp: GcpClients, ctx: Context) -> None:
     ids.ServiceAccountRoles = list(ROLES)
     ctx.save()
     ctx.log(f"service account {email}: {', '.join(ROLES)}")
+    from vmplane.clouds.gcp import secret_iam  # it builds on this module's policy helpers
+
+    secret_iam.ensure_secret_bindings(gcp, ctx, email)
 
 
 def _must_get(gcp: GcpClients, email: str) -> dict[str, Any]:
@@ -119,28 +127,45 @@ def _must_get(gcp: GcpClients, email: str) -> dict[str, Any]:
     return sa
 
 
-def _modify_policy(gcp: GcpClients, change: Callable[[dict[str, Any]], bool]) -> bool:
-    """Read-modify-write of the project policy; `change` edits it in place and says whether it did.
-    Retries on an etag conflict; True if a new policy was written."""
-    projects = gcp.crm.projects()
+def modify_policy(
+    read: Callable[[], dict[str, Any]],
+    write: Callable[[dict[str, Any]], Any],
+    change: Callable[[dict[str, Any]], bool],
+    what: str,
+) -> bool:
+    """Read-modify-write of one IAM policy (`read` it, `change` edits it in place and says whether it
+    did, `write` it with the etag read). Retries on an etag conflict; True if a new policy was written."""
     for _ in range(POLICY_ATTEMPTS):
-        policy: dict[str, Any] = gcp.call(
+        policy = read()
+        if not change(policy):
+            return False
+        try:
+            write(policy)
+            return True
+        except ConflictError:
+            continue  # someone wrote the policy between our read and write: read it again
+    raise ConflictError(f"{what} IAM policy kept changing under us ({POLICY_ATTEMPTS} tries)")
+
+
+def _modify_policy(gcp: GcpClients, change: Callable[[dict[str, Any]], bool]) -> bool:
+    """The project policy's read-modify-write."""
+    projects = gcp.crm.projects()
+
+    def read() -> dict[str, Any]:
+        out: dict[str, Any] = gcp.call(
             "cloudresourcemanager.projects.getIamPolicy",
             lambda: projects.getIamPolicy(
                 resource=gcp.project, body={"options": {"requestedPolicyVersion": 3}}
             ).execute(),
         )
-        if not change(policy):
-            return False
-        try:
-            gcp.call(
-                "cloudresourcemanager.projects.setIamPolicy",
-                partial(_set_policy, projects, gcp.project, policy),
-            )
-            return True
-        except ConflictError:
-            continue  # someone wrote the policy between our read and write: read it again
-    raise ConflictError(f"project {gcp.project} IAM policy kept changing under us ({POLICY_ATTEMPTS} tries)")
+        return out
+
+    def write(policy: dict[str, Any]) -> Any:
+        return gcp.call(
+            "cloudresourcemanager.projects.setIamPolicy", partial(_set_policy, projects, gcp.project, policy)
+        )
+
+    return modify_policy(read, write, change, f"project {gcp.project}")
 
 
 def _set_policy(projects: Any, project: str, policy: dict[str, Any]) -> Any:
@@ -162,11 +187,15 @@ def add_member(policy: dict[str, Any], member: str, roles: tuple[str, ...] = ROL
     return changed
 
 
-def remove_members(policy: dict[str, Any], email: str) -> bool:
-    """Drop our account (live or deleted form) from every binding; empty bindings go. True if changed."""
+def remove_members(policy: dict[str, Any], email: str, role: str | None = None) -> bool:
+    """Drop our account (live or deleted form) from every binding (of `role` only, if given); empty
+    bindings go. True if changed."""
     member, deleted_prefix = members(email)
     changed, kept = False, []
     for b in policy.get("bindings", []):
+        if role is not None and b.get("role") != role:
+            kept.append(b)
+            continue
         before = list(b.get("members", []))
         after = [m for m in before if m != member and not m.startswith(deleted_prefix)]
         changed = changed or after != before
@@ -192,6 +221,9 @@ def delete_identity(gcp: GcpClients, ctx: Context) -> None:
         ctx.log(f"leaving service account {email}: it belongs to {ownership.owner_of(sa, ctx.tagger)}")
     else:
         # Bindings first: once the account is gone its member turns into `deleted:...?uid=` and lingers.
+        from vmplane.clouds.gcp import secret_iam  # it builds on this module's policy helpers
+
+        secret_iam.delete_secret_bindings(gcp, ctx, email)
         _modify_policy(gcp, lambda policy: remove_members(policy, email))
         if sa is not None:
             sas = gcp.iam.projects().serviceAccounts()

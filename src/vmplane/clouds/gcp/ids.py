@@ -38,6 +38,8 @@ class GcpInfra(CloudInfra):
     # Identity
     ServiceAccountEmail: str | None = None
     ServiceAccountRoles: list[str] = Field(default_factory=list)  # roles bound on the project
+    # projects/P/secrets/S the account may hold secretAccessor on (secret_iam.py: intent, then the spec's)
+    SecretBindings: list[str] = Field(default_factory=list)
     # Templates: pool -> every template name vmplane made for it (oldest first; teardown deletes all)
     Templates: dict[str, list[str]] = Field(default_factory=dict)
     # Fixed pools behind a load balancer: zone -> unmanaged instance group name

@@ -1,6 +1,7 @@
 """stepValidate's cloud half; creates nothing: the project answers, the region and its zones, each
 pool's image resolves, each machine type exists, no name the job would create is someone else's, and
-Google's agent may start and stop VMs where a Fixed pool has a schedule."""
+Google's agent may start and stop VMs where a Fixed pool has a schedule, and every referenced secret exists
+with an enabled version (metadata only: its value is the VM's to read)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,10 @@ from vmplane.clouds.gcp import conflicts, schedules
 from vmplane.clouds.gcp.ids import gcp_ids
 from vmplane.clouds.gcp.images import lookup_image
 from vmplane.clouds.gcp.network import pick_zones
+from vmplane.clouds.gcp.secrets import GcpSecretAccess
 from vmplane.clouds.gcp.session import CALL_TIMEOUT, GcpClients
+from vmplane.envspec.models import EnvSpec
+from vmplane.envspec.secrets import secret_refs
 
 
 def preflight(gcp: GcpClients, ctx: Context) -> None:
@@ -30,6 +34,7 @@ def preflight(gcp: GcpClients, ctx: Context) -> None:
     except NotFoundError as e:
         raise InvalidRequestError(f"provider.region: {region} is not a region of {gcp.project}") from e
     ids.Project, infra.Region, infra.ExecMode = gcp.project, region, spec.exec_mode.value
+    check_secrets(gcp, spec)
     infra.Zones = pick_zones(gcp, region, spec.network.zones)
 
     images: dict[str, str] = {}
@@ -67,3 +72,18 @@ def check_disk_size(pool_name: str, disk_gb: int, image: str, image_gb: int) -> 
             f"pools.{pool_name}.diskGb: {disk_gb} GB is smaller than the image {image} ({image_gb} GB); "
             f"set diskGb to {image_gb} or more"
         )
+
+
+class SecretProblemsError(InvalidRequestError):
+    """Every referenced secret the VMs could not read, each `"<field>: <ref>: <why>"` (`problems`)."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(problems), code="SecretNotReadable")
+
+
+def check_secrets(gcp: GcpClients, spec: EnvSpec) -> None:
+    """After the project answers (a wrong project is that problem, not one per secret)."""
+    found = GcpSecretAccess(gcp).problems(secret_refs(spec))
+    if found:
+        raise SecretProblemsError(found)

@@ -17,6 +17,7 @@ from vmplane.clouds.base import (
     SessionHint,
 )
 from vmplane.clouds.drift import Drift
+from vmplane.clouds.errors import InvalidRequestError
 from vmplane.clouds.proxmox import agent_exec as pve_exec
 from vmplane.clouds.proxmox import (
     compute,
@@ -35,8 +36,11 @@ from vmplane.clouds.proxmox import drift as pve_drift
 from vmplane.clouds.proxmox import plan as pve_plan
 from vmplane.clouds.proxmox.capabilities import CAPABILITIES, static_problems
 from vmplane.clouds.proxmox.ids import pve_ids
+from vmplane.clouds.proxmox.secrets import EnvSecretAccess
 from vmplane.clouds.proxmox.session import Pve, PveTarget
+from vmplane.clouds.secret_access import SecretAccess
 from vmplane.envspec.models import Cloud, EnvSpec
+from vmplane.envspec.secrets import secret_refs
 from vmplane.state import InfraConfig
 
 
@@ -54,7 +58,17 @@ class ProxmoxDriver(CloudDriver):
         return static_problems(spec)
 
     def preflight(self, ctx: Context) -> None:
+        # First, and without the cluster: an `env:` variable unset here would fail the push at the end.
+        if problems := self.secret_access().problems(secret_refs(ctx.spec)):
+            raise InvalidRequestError("; ".join(problems))
         preflight.preflight(self.pve, ctx)
+
+    def precheck(self, spec: EnvSpec, job_id: str, infra: InfraConfig | None = None) -> list[str]:
+        # Every unset variable at once (preflight stops at its first refusal).
+        return self.secret_access().problems(secret_refs(spec)) or super().precheck(spec, job_id, infra)
+
+    def secret_access(self) -> SecretAccess:
+        return EnvSecretAccess()
 
     def ensure_network(self, ctx: Context) -> None:
         ownership.ensure_pool(self.pve, ctx)

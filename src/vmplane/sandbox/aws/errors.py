@@ -29,6 +29,7 @@ VALIDATION_CODE = {
     "acm": "ValidationException",
     "ssm": "ValidationException",
     "scheduler": "ValidationException",
+    "secretsmanager": "ValidationException",
     "route53": "InvalidInput",
     "s3": "InvalidArgument",
 }

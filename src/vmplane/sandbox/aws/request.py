@@ -27,7 +27,7 @@ from vmplane.sandbox.aws.shapes import scalar, service_model
 __all__ = ["SERVICES", "Parsed", "parse", "preload", "scalar", "service_model"]
 
 # The services vmplane drives (botocore names). Others pass through to moto unchecked.
-SERVICES = ("ec2", "elbv2", "autoscaling", "iam", "sts", "acm", "ssm", "route53", "s3", "scheduler")
+SERVICES = ("ec2", "elbv2", "autoscaling", "iam", "sts", "acm", "ssm", "route53", "s3", "scheduler", "secretsmanager")
 
 _SCOPE = re.compile(r"Credential=[^/,\s]+/\d{8}/([^/,\s]+)/([^/,\s]+)/aws4_request")
 _MISSING: Any = object()

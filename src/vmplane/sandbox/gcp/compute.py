@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from vmplane.sandbox.gcp import operations
@@ -56,6 +56,7 @@ class Call:
     schemas: dict[str, Any]
     media: bytes | None = None  # an upload's data (Cloud Storage), its metadata being `body`
     content_type: str = ""  # the media's Content-Type
+    headers: dict[str, str] = field(default_factory=dict)  # lower-cased; Secret Manager records the caller
 
     @property
     def project(self) -> Project:

@@ -10,6 +10,8 @@
   guest attribute as the guest would (PUT to the metadata server from inside the VM).
 - `POST /_sandbox/page-size` `{"size": n}`: every compute list answers at most n items a page (0: Google's 500),
   so a client's pager is driven past page one; `reset` restores 0.
+- `GET  /_sandbox/secret-accesses?project=P`: every Secret Manager payload access of P, oldest first:
+  `{"secret", "version", "caller", "time", "outcome"}` (caller per secretmanager.caller; never a value).
 - `POST /_sandbox/certificates/activate` `{"project", "name"}`: DNS now resolves to the load balancer,
   so the managed certificate (and each of its domains) becomes ACTIVE.
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from vmplane.sandbox.gcp import secretmanager
 from vmplane.sandbox.gcp.errors import ApiError, bad_request, invalid, not_found
 from vmplane.sandbox.gcp.store import DEFAULT_PROJECT, public
 
@@ -35,6 +38,9 @@ def handle(sandbox: GcpSandbox, http: str, path: str, query: dict[str, list[str]
             "discoverySeconds": round(sandbox.discovery.load_seconds, 3),
             "defaultProject": DEFAULT_PROJECT,
         }
+    if http == "GET" and action == "secret-accesses":
+        project = state.project(query.get("project", [DEFAULT_PROJECT])[-1])
+        return {"project": project.id, "accesses": project.secret_accesses}
     if http == "GET" and action == "state":
         project = state.project(query.get("project", [DEFAULT_PROJECT])[-1])
         return {
@@ -50,6 +56,7 @@ def handle(sandbox: GcpSandbox, http: str, path: str, query: dict[str, list[str]
             "dns": {z: list(project.dns_records[z].values()) for z in project.dns_zones},
             "serviceAccounts": project.service_accounts,
             "iamPolicy": project.policy,
+            "secrets": secretmanager.dump(project),  # metadata only, never a payload
             "buckets": {  # the project's Cloud Storage buckets and their objects' generations (no data)
                 name: {"bucket": b, "objects": {k: [public(v) for v in vs] for k, vs in state.objects[name].items()}}
                 for name, b in state.buckets.items()

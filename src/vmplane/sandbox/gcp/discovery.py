@@ -2,9 +2,10 @@
 
 Every request is routed by HTTP method and the method's `flatPath` (under the document's servicePath),
 its path parameters are checked against their `pattern`, and unknown query parameters are refused.
-IAM and Resource Manager both live under `/v1/projects/...`, so routing is on the full path, most
-literal route first (`/v1/projects/p:getIamPolicy` is Resource Manager, `/v1/projects/p/serviceAccounts`
-is IAM). A method that takes media (Cloud Storage's objects.insert) is routed a second time at its
+IAM, Resource Manager and Secret Manager all live under `/v1/projects/...`, so routing is on the full
+path, most literal route first (`/v1/projects/p:getIamPolicy` is Resource Manager,
+`/v1/projects/p/serviceAccounts` is IAM, `/v1/projects/p/secrets` Secret Manager). A method that takes
+media (Cloud Storage's objects.insert) is routed a second time at its
 `mediaUpload.protocols.simple.path`, which is absolute (`/upload/storage/v1/b/{bucket}/o`). The
 documents are located without importing googleapiclient (the server needs only the JSON).
 """
@@ -26,13 +27,13 @@ from vmplane.sandbox.gcp.errors import ApiError, bad_request, invalid
 
 log = logging.getLogger(__name__)
 
-DOCUMENTS = ("compute.v1", "dns.v1", "iam.v1", "cloudresourcemanager.v1", "storage.v1")
+DOCUMENTS = ("compute.v1", "dns.v1", "iam.v1", "cloudresourcemanager.v1", "storage.v1", "secretmanager.v1")
 _VAR = re.compile(r"\{(\+?)([^}]+)\}")
 
 
 @dataclass(frozen=True)
 class Method:
-    api: str  # "compute", "dns", "iam", "cloudresourcemanager", "storage"
+    api: str  # "compute", "dns", "iam", "cloudresourcemanager", "storage", "secretmanager"
     id: str  # "compute.networks.insert"
     http: str
     route: re.Pattern[str]  # from flatPath: only for routing

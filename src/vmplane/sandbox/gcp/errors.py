@@ -6,6 +6,7 @@ from typing import Any
 
 _STATUS = {
     400: "INVALID_ARGUMENT",
+    403: "PERMISSION_DENIED",
     404: "NOT_FOUND",
     405: "METHOD_NOT_ALLOWED",
     409: "ALREADY_EXISTS",

@@ -11,6 +11,7 @@ import base64
 import copy
 import re
 import secrets
+from collections.abc import Callable
 
 from vmplane.sandbox.gcp.compute import Call, handler
 from vmplane.sandbox.gcp.errors import ApiError, invalid
@@ -108,9 +109,10 @@ def _delete(call: Call) -> Resource:
         f"serviceAccount:{account['email']}",
         f"deleted:serviceAccount:{account['email']}?uid={account['uniqueId']}",
     )
-    for project in call.state.projects.values():
-        for binding in project.policy.get("bindings", []):
-            binding["members"] = [ghost if m == gone else m for m in binding["members"]]
+    for project in call.state.projects.values():  # the project's policy and each secret's (Secret Manager)
+        for policy in [project.policy, *(s["_policy"] for s in project.secrets.values())]:
+            for binding in policy.get("bindings", []):
+                binding["members"] = [ghost if m == gone else m for m in binding["members"]]
     return {}
 
 
@@ -134,20 +136,31 @@ def _get_policy(call: Call) -> Resource:
 @handler("cloudresourcemanager.projects.setIamPolicy")
 def _set_policy(call: Call) -> Resource:
     project = call.state.project(call.params["resource"])
-    policy = require_body(call.body, "setIamPolicyRequest").get("policy")
+    project.policy = checked_policy(call.state, call.body, project.policy["etag"], _project_role)
+    return copy.deepcopy(project.policy)
+
+
+def _project_role(role: str) -> bool:
+    return role.startswith(("roles/", "projects/", "organizations/"))
+
+
+def checked_policy(state: State, body: object, current_etag: str, role_ok: Callable[[str], bool]) -> Resource:
+    """A setIamPolicy request's policy, checked as Google checks it (the etag, each role for the resource
+    and each member), as it is stored: a fresh etag. Projects and secrets (secretmanager.py) share it."""
+    policy = require_body(body, "setIamPolicyRequest").get("policy")
     if not isinstance(policy, dict):
         raise invalid("Invalid value for field 'policy': a policy is required.")
-    if policy.get("etag") and policy["etag"] != project.policy["etag"]:
+    if policy.get("etag") and policy["etag"] != current_etag:
         raise ApiError(
             409,
             "aborted",
             "There were concurrent policy changes. Please retry the whole read-modify-write with exponential backoff.",
             "ABORTED",
         )
-    accounts = {e for p in call.state.projects.values() for e in p.service_accounts}
-    accounts |= {compute_agent(p.number) for p in call.state.projects.values()}  # Google's own agents
+    accounts = {e for p in state.projects.values() for e in p.service_accounts}
+    accounts |= {compute_agent(p.number) for p in state.projects.values()}  # Google's own agents
     for i, binding in enumerate(policy.get("bindings", [])):
-        if not str(binding.get("role", "")).startswith(("roles/", "projects/", "organizations/")):
+        if not role_ok(str(binding.get("role", ""))):
             raise invalid(f"Role {binding.get('role')} is not supported for this resource.")
         for member in binding.get("members", []):
             if not _MEMBER.fullmatch(member):
@@ -166,5 +179,4 @@ def _set_policy(call: Call) -> Resource:
     }
     if "auditConfigs" in policy:
         stored["auditConfigs"] = copy.deepcopy(policy["auditConfigs"])
-    project.policy = stored
-    return copy.deepcopy(stored)
+    return stored

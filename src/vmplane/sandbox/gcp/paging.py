@@ -4,8 +4,8 @@ and a `nextPageToken` while more remain; `pageToken` resumes where the last page
 A token is the offset of the next item and a digest of the request's filter, so a token replayed with
 another filter or one the sandbox never issued is refused (400), as Google refuses it. Items come in key
 order, which is stable while nothing is created in between (Google's order is stable too, but it is not
-the sandbox's). `POST /_sandbox/page-size` lowers the page size for every list, so a client's pager is
-driven past its first page on a handful of resources.
+the sandbox's). `POST /_sandbox/page-size` lowers the page size for every list (Secret Manager's
+`pageSize` lists too, `page`), so a client's pager is driven past its first page on a handful of resources.
 """
 
 from __future__ import annotations
@@ -38,6 +38,17 @@ def _offset(token: str, query: dict[str, Any]) -> int:
     if _token(offset, query) != token:
         raise bad("pageToken", token, "The page token is invalid.")
     return offset
+
+
+def page(state: State, query: dict[str, Any], items: list[Any], cap: int) -> tuple[list[Any], str | None]:
+    """One page of `items` for the newer APIs' `pageSize`/`pageToken` (Secret Manager): 0 or no pageSize is
+    the server's page (`cap`), a larger one is capped; the same tokens (and page-size ceiling) as compute's."""
+    size = min(int(query.get("pageSize") or cap), cap)
+    if state.page_size:
+        size = min(size, state.page_size)
+    start = _offset(query["pageToken"], query) if query.get("pageToken") else 0
+    more = len(items) > start + size
+    return items[start : start + size], _token(start + size, query) if more else None
 
 
 def paginate(state: State, query: dict[str, Any], answer: dict[str, Any]) -> dict[str, Any]:

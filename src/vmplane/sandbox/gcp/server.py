@@ -31,6 +31,8 @@ from vmplane.sandbox.gcp import (  # noqa: F401 - importing a family registers i
     iam,
     paging,
     rules,
+    secretmanager,
+    secretmanager_versions,
     storage,
     storage_media,
 )
@@ -112,7 +114,7 @@ class GcpSandbox:
         fn = HANDLERS.get(method.id)
         if fn is None:
             raise ApiError(501, "notImplemented", f"the sandbox does not emulate {method.id}", "UNIMPLEMENTED")
-        call = Call(self.state, method, params, query, body, api.schemas, media, media_type)
+        call = Call(self.state, method, params, query, body, api.schemas, media, media_type, headers)
         rules.check(call)  # the fidelity catalogue (rules/): what Google refuses beyond the documents
         if method.api == "compute" and method.response == "Operation" and query.get("requestId"):
             seen = call.project.request_ids.get(query["requestId"])

@@ -46,6 +46,10 @@ class Project:
     dns_changes: dict[str, dict[str, Resource]] = field(default_factory=dict)
     service_accounts: dict[str, Resource] = field(default_factory=dict)  # email -> account
     policy: Resource = field(default_factory=dict)
+    # Secret Manager: secret id -> secret (its versions and IAM policy under `_` keys, secretmanager.py),
+    # and every access of a payload, who read which version (`GET /_sandbox/secret-accesses`)
+    secrets: dict[str, Resource] = field(default_factory=dict)
+    secret_accesses: list[Resource] = field(default_factory=list)
     next_public_ip: int = 1  # global addresses come from 203.0.113.0/24 (TEST-NET-3, RFC 5737)
 
 

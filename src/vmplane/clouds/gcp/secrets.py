@@ -1,0 +1,122 @@
+"""Google Secret Manager, as the control plane sees it: metadata only.
+
+`problems` and `versions` call `projects.secrets.versions.get` (never `access`: the control plane does
+not read a value to deliver it; the VM reads it with its own service account, clouds/gcp/secret_iam.py
+granting that account `roles/secretmanager.secretAccessor` on each referenced secret). A reference
+`gcp-sm:NAME` is in the environment's project; `gcp-sm:projects/P2/secrets/NAME` in project P2.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from vmplane.clouds.errors import AuthError, NotFoundError
+from vmplane.clouds.gcp.session import GcpClients
+from vmplane.clouds.secret_access import SecretAccess
+from vmplane.envspec.secrets import SecretRef, SecretStore
+
+METADATA_URL = "http://metadata.google.internal"
+SECRETMANAGER_URL = "https://secretmanager.googleapis.com"
+# What the control plane needs to check a reference (roles/secretmanager.viewer holds it) and to grant the
+# VM's account on the secret (roles/secretmanager.admin holds both).
+GET_PERMISSION = "secretmanager.versions.get"
+READABLE = "ENABLED"
+
+
+def secret_resource(project: str, ref: SecretRef) -> str:
+    """`projects/P/secrets/NAME` of a gcp-sm reference (its own project when it names one)."""
+    return ref.name if ref.name.startswith("projects/") else f"projects/{project}/secrets/{ref.name}"
+
+
+def secret_parts(resource: str) -> tuple[str, str]:
+    """(project, secret id) of `projects/P/secrets/NAME`."""
+    parts = resource.split("/")
+    return parts[1], parts[3]
+
+
+def version_resource(project: str, ref: SecretRef) -> str:
+    return f"{secret_resource(project, ref)}/versions/{ref.version or 'latest'}"
+
+
+def gcp_refs(refs: Mapping[str, SecretRef]) -> dict[str, SecretRef]:
+    """The Google Secret Manager references (validate refuses another store on GCP; skipped here)."""
+    return {path: ref for path, ref in refs.items() if ref.store is SecretStore.gcp_sm}
+
+
+class GcpSecretAccess(SecretAccess):
+    def __init__(self, gcp: GcpClients) -> None:
+        self.gcp = gcp
+
+    def _versions(self) -> Any:
+        return self.gcp.api("secretmanager", "v1").projects().secrets().versions()
+
+    def _get_version(self, ref: SecretRef) -> dict[str, Any]:
+        name = version_resource(self.gcp.project, ref)
+        versions = self._versions()
+        out: dict[str, Any] = self.gcp.call(
+            "secretmanager.projects.secrets.versions.get", lambda: versions.get(name=name).execute()
+        )
+        return out
+
+    def _secret_exists(self, ref: SecretRef) -> bool:
+        name = secret_resource(self.gcp.project, ref)
+        secrets = self.gcp.api("secretmanager", "v1").projects().secrets()
+        try:
+            self.gcp.call("secretmanager.projects.secrets.get", lambda: secrets.get(name=name).execute())
+        except NotFoundError:
+            return False
+        return True
+
+    def _problem(self, ref: SecretRef) -> str | None:
+        """Why the VM could not read `ref` (None: it exists, and its version is enabled)."""
+        project, secret = secret_parts(secret_resource(self.gcp.project, ref))
+        try:
+            version = self._get_version(ref)
+        except NotFoundError:
+            if not self._secret_exists(ref):
+                return f"no such secret in project {project}"
+            if ref.version:
+                return f"secret {secret} has no version {ref.version} in project {project}"
+            return f"secret {secret} has no enabled version in project {project}; add one (versions add)"
+        except AuthError as e:
+            return (
+                f"permission denied reading its metadata in project {project} ({e.code}): the credentials need "
+                f"{GET_PERMISSION} on projects/{project}/secrets/{secret} (roles/secretmanager.viewer)"
+            )
+        state = str(version.get("state", READABLE))
+        if state != READABLE:
+            number = str(version.get("name", "")).rsplit("/", 1)[-1]
+            return f"version {number} of secret {secret} is {state}: the VM cannot read it; enable it or pin another"
+        return None
+
+    def problems(self, refs: Mapping[str, SecretRef]) -> list[str]:
+        seen: dict[str, str | None] = {}  # one lookup per reference, however many fields use it
+        out = []
+        for path, ref in gcp_refs(refs).items():
+            if ref.text not in seen:
+                seen[ref.text] = self._problem(ref)
+            if (why := seen[ref.text]) is not None:
+                out.append(f"{path}: {ref.text}: {why}")
+        return out
+
+    def versions(self, refs: Mapping[str, SecretRef]) -> dict[str, str | None]:
+        """The version number each reference resolves to: `latest` is the newest enabled one."""
+        out: dict[str, str | None] = {}
+        for ref in gcp_refs(refs).values():
+            if ref.text not in out:
+                name = str(self._get_version(ref).get("name", ""))
+                out[ref.text] = name.rsplit("/", 1)[-1] or None
+        return out
+
+    def guest_source(self) -> dict[str, Any]:
+        # On the sandbox Secret Manager is the sandbox's own endpoint. The metadata server stays Google's
+        # address: the sandbox boots no VM and serves no metadata server, so no fetcher runs against it.
+        return {
+            "cloud": "gcp",
+            "project": self.gcp.project,
+            "endpoints": {
+                "metadata": METADATA_URL,
+                "secretmanager": self.gcp.target.endpoint_url or SECRETMANAGER_URL,
+            },
+        }
