@@ -15,12 +15,40 @@ from typing import Any, Literal
 from vmplane.bootstrap.cloudinit import render_user_data
 from vmplane.envspec.impact import USER_KEYED, Impact, classify
 from vmplane.envspec.models import EnvSpec
+from vmplane.envspec.percloud import SECRET_STORES
+from vmplane.envspec.secrets import plain_secret_warnings
 from vmplane.tf import vmconfig_files
 from vmplane.tf.hcl import Block, Comment, Expr, Heredoc, Item
 
 SKIP = {"$schema"}  # editor hint: no effect on any resource
 KINDS: tuple[Literal["start"], Literal["stop"]] = ("start", "stop")
 STYLES: tuple[Literal["unix"], Literal["eventbridge"]] = ("unix", "eventbridge")
+
+
+SECRETS_NOTE = (
+    '{ secret = "<ref>" } is a reference: the VMs read the value with their own identity, and neither\n'
+    "these files nor Terraform's plan or state ever hold it."
+)
+
+# The stacks' grants are derived from the references in `local.runtime` (field path -> reference text),
+# so a reference lives in one place: editing it in inputs.runtime.tf moves its grant with it.
+SECRET_REFS = (
+    "merge(\n"
+    '    { for k, v in try(local.runtime.env, {}) : "runtime.env.${k}" => v.secret if can(v.secret) },\n'
+    '    { for k, v in try(local.runtime.files, {}) : "runtime.files[\\"${k}\\"]" => v.secret if can(v.secret) },\n'
+    "  )"
+)
+
+
+def store_names(store: str, tail: str) -> str:
+    """HCL: the set of secret names one store's references name, the text after `store:` up to `tail`
+    (a JSON key or a pinned version: a grant is on the secret, whichever key or version is read)."""
+    return (
+        "toset([\n"
+        f'    for r in values(local.secret_refs) : split("{tail}", trimprefix(r, "{store}:"))[0]\n'
+        f'    if startswith(r, "{store}:")\n'
+        "  ])"
+    )
 
 
 @dataclass(frozen=True)
@@ -35,7 +63,7 @@ class InputNotes:
 AWS_NOTES = InputNotes(
     runtime=(
         "Runtime inputs: changing these pushes files and variables to the running VMs through the\n"
-        "exec channel (vmplane), without replacing any VM. Kept in SSM Parameter Store by this stack."
+        "exec channel (vmplane), without replacing any VM. Kept in SSM Parameter Store by this stack.\n" + SECRETS_NOTE
     ),
     vm=(
         "VM inputs: changing these makes a new launch template version. Running VMs are not replaced\n"
@@ -84,6 +112,7 @@ def input_files(spec: EnvSpec, spec_doc: dict[str, Any], notes: InputNotes = AWS
     return {
         "inputs.runtime.tf": [
             Comment(notes.runtime),
+            *plain_secret_comments(spec),
             Block("locals").attr("runtime", groups[Impact.runtime].get("runtime", {})),
         ],
         "inputs.vm.tf": [
@@ -100,6 +129,20 @@ def input_files(spec: EnvSpec, spec_doc: dict[str, Any], notes: InputNotes = AWS
             Block("locals").attr("identity", groups[Impact.identity]),
         ],
     }
+
+
+def plain_secret_comments(spec: EnvSpec) -> list[Item]:
+    """A comment over the runtime inputs for each plain value named like a secret (`validate` warns of the
+    same): such a value is in these files and in Terraform's state, where a reference would not be."""
+    stores = SECRET_STORES[spec.provider.cloud]
+    warnings = plain_secret_warnings(spec, stores[0] if stores else None)
+    if not warnings:
+        return []
+    return [
+        Comment(
+            "\n".join(["WARNING: plain text that looks like a secret (kept in clear here and in state):", *warnings])
+        )
+    ]
 
 
 def with_schedule_crons(spec: EnvSpec, cloud: dict[str, Any]) -> dict[str, Any]:

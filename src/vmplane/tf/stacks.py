@@ -76,7 +76,7 @@ class GcpStack:
     def structure(self, spec: EnvSpec) -> dict[str, list[Item]]:
         from vmplane.tf.gcp import iam, main, outputs
 
-        return {"main.tf": main.main_tf(spec), "roles.tf": iam.roles_tf(), "outputs.tf": outputs.outputs_tf(spec)}
+        return {"main.tf": main.main_tf(spec), "roles.tf": iam.roles_tf(spec), "outputs.tf": outputs.outputs_tf(spec)}
 
     def terraform_settings(self) -> Block:
         from vmplane.tf.gcp import main

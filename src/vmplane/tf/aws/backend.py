@@ -6,7 +6,20 @@ from vmplane.envspec.models import EnvSpec
 from vmplane.tf import state
 from vmplane.tf.hcl import Block, Item
 
-SANDBOX_SERVICES = ["acm", "autoscaling", "ec2", "elbv2", "iam", "route53", "s3", "scheduler", "ssm", "sts"]
+SANDBOX_SERVICES = [
+    "acm",
+    "autoscaling",
+    "ec2",
+    "elbv2",
+    "iam",
+    "kms",
+    "route53",
+    "s3",
+    "scheduler",
+    "secretsmanager",
+    "ssm",
+    "sts",
+]
 
 
 def _backend_block(spec: EnvSpec) -> Block:

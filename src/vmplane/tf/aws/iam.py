@@ -5,12 +5,13 @@ from __future__ import annotations
 from vmplane.envspec.models import EnvSpec
 from vmplane.tf.aws.common import BASE, E, tag_map
 from vmplane.tf.aws.schedules import scheduler_role
+from vmplane.tf.aws.secrets import secrets_tf
 from vmplane.tf.hcl import Block, Comment, Item
 
 
 def roles_tf(spec: EnvSpec) -> list[Item]:
-    """IAM: the VMs' role with the exec channel's managed policy only, and its instance profile; with a
-    scheduled Fixed pool, the scheduler's role."""
+    """IAM: the VMs' role with the exec channel's managed policy, its instance profile and, with secret
+    references, read access to exactly those secrets; with a scheduled Fixed pool, the scheduler's role."""
     name = f'"{BASE}-vm"'
     assume = (
         "jsonencode({\n"
@@ -36,4 +37,5 @@ def roles_tf(spec: EnvSpec) -> list[Item]:
         .attr("role", E("aws_iam_role.vm.name"))
         .attr("tags", tag_map("instance-profile", "aws_iam_role.vm.name")),
         *scheduler_role(spec),
+        *secrets_tf(spec),
     ]

@@ -38,7 +38,7 @@ def main_tf(spec: EnvSpec) -> list[Item]:
     items.append(
         Block("resource", ["aws_ssm_parameter", "runtime"])
         .attr("name", E('"/vmplane/${local.identity.org}/${local.identity.name}/runtime"'))
-        .attr("type", "SecureString")  # runtime values may be secrets
+        .attr("type", "SecureString")  # plain values named like secrets may be here (validate warns of them)
         .attr("value", E("jsonencode(local.runtime)"))
         .attr("tags", tag_map("runtime", '"${local.identity.name}-runtime"'))
     )

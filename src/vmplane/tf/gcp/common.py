@@ -7,7 +7,7 @@ from typing import Any
 from vmplane.clouds.gcp import schedule_policy
 from vmplane.envspec.models import EnvSpec
 from vmplane.tf.hcl import Expr, Value
-from vmplane.tf.inputs import InputNotes
+from vmplane.tf.inputs import SECRETS_NOTE, InputNotes
 
 PROVIDER_VERSION = "~> 6.0"
 TF_VERSION = ">= 1.6"
@@ -38,7 +38,7 @@ IMAGE_FAMILIES = {
 NOTES = InputNotes(
     runtime=(
         "Runtime inputs: changing these pushes files and variables to the running VMs through the\n"
-        "exec channel (vmplane), without replacing any VM. Kept in Secret Manager by this stack."
+        "exec channel (vmplane), without replacing any VM. Kept in Secret Manager by this stack.\n" + SECRETS_NOTE
     ),
     vm=(
         "VM inputs: changing these makes a new instance template. Auto-scaled pools roll onto it (one extra\n"

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 
+from vmplane.envspec.models import EnvSpec
 from vmplane.tf.gcp.common import VM_ROLES, E, description
+from vmplane.tf.gcp.secrets import secrets_tf
 from vmplane.tf.hcl import Block, Comment, Item
 
 
-def roles_tf() -> list[Item]:
+def roles_tf(spec: EnvSpec) -> list[Item]:
     """Never the project's default compute account (it has Editor): a dedicated one with two roles. The
-    exec channel (OS Config) and OS Login need no role on the VM's account; people's access is their own IAM."""
+    exec channel (OS Config) and OS Login need no role on the VM's account; people's access is their own IAM.
+    With secret references, the account may read exactly those secrets."""
     roles: list[str] = sorted(VM_ROLES)
     return [
         Comment("The VMs' identity: logs and metrics, nothing broader. No SSH key exists anywhere."),
@@ -24,4 +27,5 @@ def roles_tf() -> list[Item]:
         .attr("project", E("local.identity.provider.project"))
         .attr("role", E("each.value"))
         .attr("member", E('"serviceAccount:${google_service_account.vm.email}"')),
+        *secrets_tf(spec),
     ]
