@@ -8,9 +8,11 @@ VMPLANE_HOME, every command's stdout and stderr, the API answers, the dashboard'
 files, the trace exports, the launch template's user data and the scripts the exec channel was sent.
 
 What an emulator cannot show: moto records SSM SendCommand and runs nothing, so no VM here fetches its
-secrets; what is searched is what the control plane sent and kept. Terraform plan/state are the tf
-helper's test (tests/tf); a Proxmox `env:` value is never in a store to plant, its redaction is tested
-below."""
+secrets; what is searched is what the control plane sent and kept (GCP's exec mailbox is cleared once
+the guest answers, so there the scripts are not searched after the fact; the GCP sandbox's access record
+shows no payload read but the test's own). The generated stack also goes through `terraform plan -out`,
+`show -json`, `apply` and its `terraform.tfstate`. A Proxmox `env:` value is never in a store to plant:
+its redaction is tested below."""
 
 from __future__ import annotations
 

@@ -104,3 +104,21 @@ def _plain_json(text: str) -> str:
     value, _ = parse_jsonc(text)
     value.pop("$schema", None)
     return json.dumps(value)
+
+
+def test_what_the_cloud_says_of_a_secret_is_shown_at_its_reference(dash: Dash, monkeypatch: Any) -> None:
+    """A missing or unreadable secret (the driver's precheck, exit 2 on the CLI) is an error at the
+    reference's value in the pasted file, and nothing is recorded."""
+    from vmplane.jobs import precheck
+
+    said = "runtime.env.DB_PASSWORD.secret: aws-sm:prod/db#password: no such secret in us-east-1"
+    monkeypatch.setattr(precheck, "problems", lambda *_a: [said])
+    c = dash.sign_in(dash.token(role=Role.operator))
+    text = fixed_text()
+    r = check(c, text)
+    assert r.status_code == 422
+    (error,) = Page(r.text).one("ul", id="errors").find_all("li")
+    line = next(n for n, row in enumerate(text.splitlines(), 1) if "aws-sm:prod/db#password" in row)
+    col = text.splitlines()[line - 1].index('"aws-sm:prod/db#password"') + 1
+    assert error.text.startswith(f"{line}:{col} ") and "no such secret" in error.text, error.text
+    assert not Page(r.text).find_all("form", id="apply")
