@@ -11,8 +11,8 @@ What an emulator cannot show: moto records SSM SendCommand and runs nothing, so 
 secrets; what is searched is what the control plane sent and kept (GCP's exec mailbox is cleared once
 the guest answers, so there the scripts are not searched after the fact; the GCP sandbox's access record
 shows no payload read but the test's own). The generated stack also goes through `terraform plan -out`,
-`show -json`, `apply` and its `terraform.tfstate`. A Proxmox `env:` value is never in a store to plant:
-its redaction is tested below."""
+`show -json`, `apply` and its `terraform.tfstate` (test_secrets_never_stored_tf.py). A Proxmox `env:`
+value is never in a store to plant: its redaction is tested below."""
 
 from __future__ import annotations
 
@@ -21,7 +21,6 @@ import gzip
 import io
 import json
 import re
-import subprocess
 import threading
 import uuid
 from collections.abc import Iterator
@@ -396,45 +395,3 @@ def test_job_scope_remembers_plain_runtime_values_only() -> None:
     # A reference is no value to mask (logs name it so a reader can find the secret); plain ones are.
     assert runtime_secrets(config) == ["plain-value-1", "b=2"]
     assert runtime_secrets({}) == []
-
-
-# -- the generated stack through terraform: plan, its JSON, the state ----------------------------
-
-
-@pytest.mark.sandbox
-@pytest.mark.slow(first=True)  # terraform plans and applies on the sandbox: started first
-def test_terraform_plan_and_state_of_the_generated_stack_hold_no_value(sandbox: Sandbox, tmp_path: Path) -> None:
-    """`tf generate --sandbox` of the same references, then `terraform plan -out` + `show -json`, `apply`,
-    `terraform.tfstate`, `destroy`: the stack passes the secrets' names and ARNs (metadata-only data
-    sources), never a value."""
-    from tests.helpers import terraform_env
-
-    tf_env, why = terraform_env(tmp_path)
-    if tf_env is None:
-        pytest.skip(why)
-    planted = plant_aws(sandbox, uuid.uuid4().hex[:8])
-    cli = Cli(home=tmp_path / "home", sandbox_port=sandbox.port, gcp_port=sandbox.gcp_port)
-    env_file = write_env(tmp_path, "itest-leak-tf", example=planted.example, runtime=planted.runtime)
-    stack = tmp_path / "stack"
-    ev = Evidence()
-    ev.proc("tf generate", cli.run("tf", "generate", "-f", str(env_file), "-d", str(stack), "--sandbox"))
-
-    def tf(*args: str) -> None:
-        proc = subprocess.run(["terraform", *args], cwd=stack, env=tf_env, capture_output=True, text=True, timeout=900)
-        ev.proc(f"terraform {args[0]}", proc)
-        assert proc.returncode == 0, f"terraform {' '.join(args)}: {proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
-
-    tf("init", "-input=false", "-no-color")
-    tf("plan", "-input=false", "-no-color", "-out=plan.bin")
-    shown = subprocess.run(
-        ["terraform", "show", "-json", "plan.bin"], cwd=stack, env=tf_env, capture_output=True, timeout=300
-    )
-    assert shown.returncode == 0, shown.stderr
-    ev.add("terraform show -json plan.bin", shown.stdout)
-    tf("apply", "-input=false", "-no-color", "plan.bin")
-    state = (stack / "terraform.tfstate").read_bytes()
-    for name in secret_names(planted.runtime):  # the state does name the secrets (the grants need them)
-        assert name.encode() in state, name
-    tf("destroy", "-auto-approve", "-input=false", "-no-color")
-    assert ev.tree("stack", stack) > 0  # the plan file, the state and its backup, the .tf files
-    assert ev.found(planted.markers) == []
