@@ -1,4 +1,5 @@
-"""The bootstrap tests' fake VM (`FakeHost`) and the local package archive it downloads from."""
+"""The bootstrap tests' fake VM (`FakeHost`) and the local package archive it downloads from; what the
+secret fetcher reads from (guest_secrets_fakes.py: moto, a fake IMDSv2, a fake GCP)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from tests.bootstrap import guest_secrets_fakes as fakes
 from tests.bootstrap.fakehost import FakeHost, QuietHandler, Repo
 
 
@@ -29,3 +31,18 @@ def repo(tmp_path: Path) -> Iterator[Repo]:
 @pytest.fixture
 def host(tmp_path: Path, repo: Repo) -> FakeHost:
     return FakeHost(tmp_path / "vm", repo)
+
+
+@pytest.fixture(scope="module")
+def moto_url() -> Iterator[str]:
+    yield from fakes.serve_moto()
+
+
+@pytest.fixture
+def imds() -> Iterator[fakes.Served]:
+    yield from fakes.serve_imds()
+
+
+@pytest.fixture
+def gcp() -> Iterator[fakes.Served]:
+    yield from fakes.serve_gcp()

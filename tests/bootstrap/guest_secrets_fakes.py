@@ -17,9 +17,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import boto3
-from moto.server import ThreadedMotoServer
-
 from vmplane.bootstrap import guest_secrets_main
 
 ROLE = "vm-role"
@@ -139,6 +136,8 @@ def serve_gcp() -> Iterator[Served]:
 
 
 def serve_moto() -> Iterator[str]:
+    from moto.server import ThreadedMotoServer  # imported here: the other bootstrap tests need no moto
+
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
@@ -149,6 +148,8 @@ def serve_moto() -> Iterator[str]:
 
 
 def aws_client(service: str, url: str) -> Any:
+    import boto3
+
     return boto3.client(
         service, region_name="us-east-1", endpoint_url=url, aws_access_key_id="x", aws_secret_access_key="x"
     )

@@ -8,7 +8,6 @@ import json
 import re
 import stat
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +21,6 @@ from tests.bootstrap.guest_secrets_fakes import (
     aws_client,
     aws_source,
     run_fetcher,
-    serve_gcp,
-    serve_imds,
-    serve_moto,
 )
 
 from vmplane.bootstrap import guest_secrets as gs
@@ -49,21 +45,6 @@ def make_spec(cloud: str, env: dict[str, Any] | None = None, files: dict[str, An
             "runtime": {"env": env or {}, "files": files or {}},
         }
     )
-
-
-@pytest.fixture(scope="module")
-def moto_url() -> Iterator[str]:
-    yield from serve_moto()
-
-
-@pytest.fixture
-def imds() -> Iterator[Served]:
-    yield from serve_imds()
-
-
-@pytest.fixture
-def gcp() -> Iterator[Served]:
-    yield from serve_gcp()
 
 
 def mode(path: Path) -> int:
@@ -254,3 +235,16 @@ def test_gcp_retries_a_5xx_and_fails_at_once_on_a_404(tmp_path: Path, gcp: Serve
     assert proc.returncode == 1
     assert "runtime.env.DB (gcp-sm:gone): HTTP 404 NOT_FOUND" in proc.stderr
     assert len(gcp.requests) == 2 and not (tmp_path / "vm2").exists()
+
+
+def test_retries_end_at_the_deadline(tmp_path: Path, gcp: Served) -> None:
+    gcp.fail_next = [503] * 1000
+    spec = make_spec("gcp", env={"DB": {"secret": "gcp-sm:db"}})
+    plan = {**gs.fetch_plan(spec, gcp_source(gcp), RUNTIME_ENV_PATH, str(tmp_path / "vm")), "deadlineSeconds": 2}
+    proc = run_fetcher(plan, tmp_path)
+    assert proc.returncode == 1 and not (tmp_path / "vm").exists()
+    assert (
+        "runtime.env.DB (gcp-sm:db): no access token from the metadata server: HTTP 503 UNAVAILABLE, still "
+        "failing at the deadline" in proc.stderr
+    )
+    assert 1 < len(gcp.requests) < 1000  # retried with backoff, then given up

@@ -17,6 +17,7 @@ from tests.integration.test_gcp_identity_preflight import clients, context, gcp_
 
 from vmplane.clouds.gcp import identity, inventory, naming, secret_iam
 from vmplane.clouds.gcp.ids import gcp_ids
+from vmplane.envspec.load import load_spec
 from vmplane.envspec.models import EnvSpec
 
 ACCESSOR = "roles/secretmanager.secretAccessor"
@@ -117,3 +118,121 @@ def test_plan_of_a_file_with_a_missing_secret_exits_2_naming_the_field(cli: Cli,
     ok = write_env(tmp_path, "gcp-secret-plan", example="gcp-fixed.jsonc", provider=provider, runtime=runtime)
     plan = cli.json("plan", "-f", str(ok), "--sandbox")
     assert {r["type"] for r in plan["resources"]} >= {"google_service_account"}
+
+
+def test_checks_and_versions_read_metadata_only_on_the_sandbox(sandbox: Sandbox) -> None:
+    from vmplane.clouds.gcp.secrets import GcpSecretAccess
+    from vmplane.envspec.secrets import parse_ref
+
+    project = f"sec-{uuid.uuid4().hex[:10]}"
+    rotated = plant(sandbox, project, "rotated")
+    sm = sandbox.gcp_discovery("secretmanager").projects().secrets()
+    plant(sandbox, project, "stale")
+    sm.versions().disable(name=f"projects/{project}/secrets/stale/versions/1", body={}).execute()
+    sm.create(parent=f"projects/{project}", secretId="empty", body={"replication": {"automatic": {}}}).execute()
+    other = f"sec-{uuid.uuid4().hex[:10]}"
+    plant(sandbox, other, "shared")
+    access = GcpSecretAccess(clients(sandbox, gcp_spec(project)))
+    refs = {
+        f"runtime.env.{field}": parse_ref(text)
+        for field, text in (
+            ("ROTATED", "gcp-sm:rotated"),
+            ("PINNED", "gcp-sm:rotated/versions/1"),
+            ("NO_V7", "gcp-sm:rotated/versions/7"),
+            ("STALE", "gcp-sm:stale"),
+            ("EMPTY", "gcp-sm:empty"),
+            ("GONE", "gcp-sm:gone"),
+            ("OTHER", f"gcp-sm:projects/{other}/secrets/shared"),
+        )
+    }
+    assert access.problems(refs) == [
+        f"runtime.env.NO_V7: gcp-sm:rotated/versions/7: secret rotated has no version 7 in project {project}",
+        "runtime.env.STALE: gcp-sm:stale: version 1 of secret stale is DISABLED: the VM cannot read it; "
+        "enable it or pin another",
+        f"runtime.env.EMPTY: gcp-sm:empty: secret empty has no version in project {project}; add one (versions add)",
+        f"runtime.env.GONE: gcp-sm:gone: no such secret in project {project}",
+    ]
+    ok = {k: v for k, v in refs.items() if k in ("runtime.env.ROTATED", "runtime.env.PINNED", "runtime.env.OTHER")}
+    assert access.versions(ok) == {
+        "gcp-sm:rotated": "1",
+        "gcp-sm:rotated/versions/1": "1",
+        f"gcp-sm:projects/{other}/secrets/shared": "1",
+    }
+    sm.addVersion(parent=rotated, body={"payload": {"data": base64.b64encode(b"rotated-value").decode()}}).execute()
+    assert access.versions(ok)["gcp-sm:rotated"] == "2" and access.versions(ok)["gcp-sm:rotated/versions/1"] == "1"
+    for p in (project, other):  # no payload was ever read by the control plane
+        assert sandbox.gcp_control(f"secret-accesses?project={p}", method="GET")["accesses"] == []
+
+
+def test_apply_binds_and_destroy_unbinds_through_the_cli(cli: Cli, sandbox: Sandbox, tmp_path) -> None:
+    """The whole path: stepValidate's check, stepCreateIAM's binding, and teardown's removal (its leftovers
+    check would fail the destroy if a binding stayed)."""
+    project = f"sec-{uuid.uuid4().hex[:10]}"
+    db, unused = plant(sandbox, project, "db-password"), plant(sandbox, project, "unreferenced")
+    provider = {"cloud": "gcp", "project": project, "region": "us-central1"}
+    runtime = {"env": {"DB_PASSWORD": {"secret": "gcp-sm:db-password"}}}
+    env = write_env(tmp_path, "gcp-secret-e2e", example="gcp-fixed.jsonc", provider=provider, runtime=runtime)
+    applied = cli.json("apply", "-f", str(env), "--sandbox", "--yes", timeout=300)
+    assert applied["status"] == "succeeded", applied.get("error")
+    email = naming.service_account_email(load_spec(env), project)
+    member = f"serviceAccount:{email}"
+    (binding,) = accessor_bindings(secret_policy(sandbox, db), member)
+    assert binding["role"] == ACCESSOR
+    assert accessor_bindings(secret_policy(sandbox, unused), member) == []
+
+    gone = cli.json("destroy", "--job", applied["id"], "--yes", "--sandbox", timeout=300)
+    assert gone["status"] == "deleted", gone.get("error")
+    assert email not in json.dumps(secret_policy(sandbox, db))
+    sm = sandbox.gcp_discovery("secretmanager").projects().secrets()
+    assert sm.versions().get(name=f"{db}/versions/latest").execute()["state"] == "ENABLED"
+
+
+def test_killed_between_two_set_iam_policy_calls_apply_and_destroy_rerun_to_a_clean_end(
+    cli: Cli, sandbox: Sandbox, tmp_path
+) -> None:
+    from tests.integration.test_crash_resume import kill_after
+
+    project = f"sec-{uuid.uuid4().hex[:10]}"
+    a, b = plant(sandbox, project, "alpha"), plant(sandbox, project, "bravo")
+    provider = {"cloud": "gcp", "project": project, "region": "us-central1"}
+    runtime = {"env": {"A": {"secret": "gcp-sm:alpha"}}, "files": {"/etc/app/b": {"secret": "gcp-sm:bravo"}}}
+    env = write_env(tmp_path, "gcp-secret-crash", example="gcp-fixed.jsonc", provider=provider, runtime=runtime)
+    member = f"serviceAccount:{naming.service_account_email(load_spec(env), project)}"
+    kill_after(cli, "secretmanager.projects.secrets.setIamPolicy#1", "apply", "-f", str(env), "--sandbox", "--yes")
+    bound = [len(accessor_bindings(secret_policy(sandbox, s), member)) for s in (a, b)]
+    assert bound == [1, 0]  # killed between the two grants
+
+    job = cli.json("apply", "-f", str(env), "--sandbox", "--yes", timeout=300)
+    assert job["status"] == "succeeded", job.get("error")
+    for s in (a, b):
+        (binding,) = accessor_bindings(secret_policy(sandbox, s), member)
+        assert binding["members"].count(member) == 1
+
+    kill_after(cli, "secretmanager.projects.secrets.setIamPolicy#1", "destroy", "-f", str(env), "--sandbox", "--yes")
+    assert [len(accessor_bindings(secret_policy(sandbox, s), member)) for s in (a, b)] == [0, 1]
+    gone = cli.json("destroy", "-f", str(env), "--sandbox", "--yes", timeout=300)
+    assert gone["status"] == "deleted", gone.get("error")
+    for s in (a, b):
+        assert member.split(":", 1)[1] not in json.dumps(secret_policy(sandbox, s))
+
+
+def test_a_reference_added_then_removed_through_apply_binds_then_unbinds(cli: Cli, sandbox: Sandbox, tmp_path) -> None:
+    project = f"sec-{uuid.uuid4().hex[:10]}"
+    a, b = plant(sandbox, project, "alpha"), plant(sandbox, project, "bravo")
+    provider = {"cloud": "gcp", "project": project, "region": "us-central1"}
+    name = "gcp-secret-readd"
+
+    def apply(env: dict[str, Any]) -> str:
+        path = write_env(tmp_path, name, example="gcp-fixed.jsonc", provider=provider, runtime={"env": env})
+        job = cli.json("apply", "-f", str(path), "--sandbox", "--yes", timeout=300)
+        assert job["status"] == "succeeded", job.get("error")
+        return f"serviceAccount:{naming.service_account_email(load_spec(path), project)}"
+
+    member = apply({"A": {"secret": "gcp-sm:alpha"}})
+    try:
+        apply({"A": {"secret": "gcp-sm:alpha"}, "B": {"secret": "gcp-sm:bravo"}})  # a reference added
+        assert [len(accessor_bindings(secret_policy(sandbox, s), member)) for s in (a, b)] == [1, 1]
+        apply({"B": {"secret": "gcp-sm:bravo"}})  # and one removed
+        assert [len(accessor_bindings(secret_policy(sandbox, s), member)) for s in (a, b)] == [0, 1]
+    finally:
+        cli.json("destroy", "-f", str(tmp_path / f"{name}.jsonc"), "--yes", "--sandbox", timeout=300)

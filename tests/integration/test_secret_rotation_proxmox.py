@@ -115,9 +115,12 @@ def test_env_secret_rotates_by_push_and_by_apply_without_replacement(fake: Servi
         assert _scripts(fake, int(vmid))[-1] == third
     _never_stored(cli, out, err)
 
-    # Unset at push time: the push fails naming the field and the variable, never a value.
-    code, out, err = _run(cli, None, "push", "pvs", "--yes", "-o", "json")
-    assert code != 0
-    failed = json.loads(out)
-    assert "runtime.env.DB_PASSWORD.secret" in failed["error"] and VAR in failed["error"], failed["error"]
+    # Unset where vmplane runs: push and plan of the applied environment refuse (exit 2) naming the field
+    # and the variable, and nothing is recorded.
+    for args in (("push", "pvs", "--yes"), ("plan", "-f", str(env_file))):
+        code, out, err = _run(cli, None, *args)
+        assert code == 2, out + err
+        assert "runtime.env.DB_PASSWORD.secret" in err and VAR in err, err
+    code, out, err = _run(cli, None, "status", "pvs", "-o", "json")
+    assert code == 0 and json.loads(out)["config"]["operation"]["kind"] == "update"  # no push recorded
     _never_stored(cli, out, err)

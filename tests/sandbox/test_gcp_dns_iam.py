@@ -95,6 +95,6 @@ def test_catalogue(gcp: Gcp) -> None:
 
 def test_status_and_state(gcp: Gcp) -> None:
     status = gcp.sandbox.gcp_control("status", method="GET")
-    assert set(status["revisions"]) == {"compute", "dns", "iam", "cloudresourcemanager", "storage"}
+    assert set(status["revisions"]) == {"compute", "dns", "iam", "cloudresourcemanager", "storage", "secretmanager"}
     state = gcp.sandbox.gcp_control(f"state?project={gcp.project}", method="GET")
     assert state["project"] == gcp.project and state["guestMode"] in ("auto", "off")

@@ -220,8 +220,12 @@ def test_vm_reads_with_plain_http_and_is_recorded(endpoint: str, project: str) -
     vm = f"sandbox-sa:{email}"
     status, answer = raw(endpoint, "GET", path, token=vm)
     assert status == 403 and answer["error"]["status"] == "PERMISSION_DENIED"
+    test = f"/v1/projects/{project}/secrets/db:testIamPermissions"
+    asked = {"permissions": ["secretmanager.versions.access", "secretmanager.secrets.delete"]}
+    assert raw(endpoint, "POST", test, asked, token=vm) == (200, {})
     binding = {"role": "roles/secretmanager.secretAccessor", "members": [f"serviceAccount:{email}"]}
     secrets.setIamPolicy(resource=name, body={"policy": {"bindings": [binding]}}).execute()
+    assert raw(endpoint, "POST", test, asked, token=vm) == (200, {"permissions": ["secretmanager.versions.access"]})
     status, answer = raw(endpoint, "GET", path, token=vm)
     assert status == 200 and base64.b64decode(answer["payload"]["data"]) == VALUE
     assert int(answer["payload"]["dataCrc32c"]) == crc32c(VALUE)
@@ -309,3 +313,53 @@ def test_served_routes_and_answers_are_the_discovery_documents(endpoint: str, pr
             answer,
         )
     assert {c[0] for c in calls} == set(served)
+
+
+def test_vm_token_from_the_metadata_stand_in_reads_with_its_binding(endpoint: str, project: str) -> None:
+    """A fetcher playing instance vm1 takes its token from the sandbox's metadata stand-in (as from the
+    metadata server) and reads the secret as the instance's service account."""
+    from vmplane.sandbox.gcp.rules.examples import ZONE, P, net, sub, vm_body
+
+    accounts = client(endpoint, "iam").projects().serviceAccounts()
+    email = accounts.create(name=f"projects/{project}", body={"accountId": "vmp-web-1"}).execute()["email"]
+    for step in (net(), sub()):
+        assert raw(endpoint, step.http, step.path.format(p=project), step.body)[0] == 200
+    scopes = ["https://www.googleapis.com/auth/cloud-platform"]
+    for name, extra in (("vm1", {"serviceAccounts": [{"email": email, "scopes": scopes}]}), ("vm2", {})):
+        status, _ = raw(endpoint, "POST", f"{P}/zones/{ZONE}/instances".format(p=project), vm_body(name, **extra))
+        assert status == 200
+
+    def metadata(vm: str, what: str, flavor: bool = True) -> tuple[int, bytes]:
+        url = f"{endpoint}/_sandbox/metadata/projects/{project}/zones/{ZONE}/instances/{vm}/computeMetadata/v1/{what}"
+        req = urllib.request.Request(url, headers={"Metadata-Flavor": "Google"} if flavor else {})
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                return r.status, r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read()
+
+    token_path = "instance/service-accounts/default/token"
+    assert metadata("vm1", token_path, flavor=False)[0] == 403
+    assert metadata("vm2", token_path)[0] == 404  # no service account, no token
+    assert metadata("vm1", "instance/service-accounts/default/email") == (200, email.encode())
+    status, body = metadata("vm1", token_path)
+    token = json.loads(body)
+    assert status == 200 and token["token_type"] == "Bearer" and token["expires_in"] > 0
+
+    secrets = client(endpoint).projects().secrets()
+    name = secrets.create(parent=f"projects/{project}", secretId="api-key", body=AUTO).execute()["name"]
+    secrets.addVersion(parent=name, body={"payload": {"data": b64(VALUE)}}).execute()
+    path = f"/v1/projects/{project}/secrets/api-key/versions/1:access"
+    assert raw(endpoint, "GET", path, token=token["access_token"])[0] == 403
+    binding = {"role": "roles/secretmanager.secretAccessor", "members": [f"serviceAccount:{email}"]}
+    crm = client(endpoint, "cloudresourcemanager").projects()
+    project_policy = crm.getIamPolicy(resource=project, body={}).execute()
+    project_policy["bindings"] = [*project_policy.get("bindings", []), binding]
+    crm.setIamPolicy(resource=project, body={"policy": project_policy}).execute()  # a project binding reads too
+    status, answer = raw(endpoint, "GET", path, token=token["access_token"])
+    assert status == 200 and base64.b64decode(answer["payload"]["data"]) == VALUE
+    accesses = raw(endpoint, "GET", f"/_sandbox/secret-accesses?project={project}")[1]["accesses"]
+    assert [(a["caller"], a["outcome"]) for a in accesses] == [
+        (f"serviceAccount:{email}", "PERMISSION_DENIED"),
+        (f"serviceAccount:{email}", "OK"),
+    ]

@@ -209,3 +209,70 @@ def test_a_policy_over_iams_size_limit_is_refused_by_validate_at_the_field(spec:
     assert field.startswith("runtime.env.S") and field != "runtime.env.S000"
     assert f"over IAM's {secret_policy.MAX_INLINE_CHARS}" in problems[0]
     assert static_problems(with_secrets(spec, dict(list(names.items())[:10]))) == []
+
+
+def test_a_parameters_customer_key_named_by_alias_is_decrypted_through_ssm_only(aws: AwsClients, spec: EnvSpec) -> None:
+    kms = aws.client("kms")
+    key = kms.create_key(Description="params")["KeyMetadata"]["Arn"]
+    kms.create_alias(AliasName="alias/app-params", TargetKeyId=key)
+    aws.ssm.put_parameter(Name="/app/one", Value="v-one-123", Type="SecureString", KeyId="alias/app-params")
+    aws.ssm.put_parameter(Name="/app/two", Value="v-two-123", Type="SecureString")  # aws/ssm: no kms statement
+    refs = secret_refs(with_secrets(spec, {"ONE": "aws-ssm:/app/one", "TWO": "aws-ssm:/app/two"}))
+    grants = AwsSecretAccess(aws).grants(refs, "111122223333")
+    doc = secret_policy.policy_document(grants, REGION)
+    assert doc is not None
+    assert [(s["Action"], s["Resource"], s.get("Condition")) for s in doc["Statement"]] == [
+        ("ssm:GetParameter", f"arn:aws:ssm:{REGION}:111122223333:parameter/app/one", None),
+        ("ssm:GetParameter", f"arn:aws:ssm:{REGION}:111122223333:parameter/app/two", None),
+        ("kms:Decrypt", key, {"StringEquals": {"kms:ViaService": f"ssm.{REGION}.amazonaws.com"}}),
+    ]
+
+
+def test_the_plan_lists_the_secrets_policy_only_with_references(spec: EnvSpec) -> None:
+    from vmplane.clouds.aws.plan import provision_resources
+    from vmplane.state import InfraConfig
+
+    def policies(s: EnvSpec) -> list[tuple[str, str]]:
+        return [(r.name, r.detail) for r in provision_resources(s, InfraConfig()) if r.type == "aws_iam_role_policy"]
+
+    assert policies(spec) == []
+    two = with_secrets(spec, {"A": "aws-sm:prod/db#user", "B": "aws-sm:prod/db#password", "C": "aws-ssm:/p/c"})
+    assert policies(two) == [(f"{ROLE}/{secret_policy.POLICY_NAME}", "reads its 2 secret(s) only")]
+
+
+def test_a_check_the_credentials_may_not_make_names_the_permission(
+    aws: AwsClients, spec: EnvSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """moto enforces no IAM, so AWS's AccessDeniedException is played by the client itself."""
+    from botocore.exceptions import ClientError
+
+    def denied(**_: Any) -> Any:
+        raise ClientError({"Error": {"Code": "AccessDeniedException", "Message": "not authorized"}}, "Describe")
+
+    monkeypatch.setattr(aws.secretsmanager, "describe_secret", denied)
+    monkeypatch.setattr(aws.ssm, "describe_parameters", denied)
+    refs = secret_refs(with_secrets(spec, {"A": "aws-sm:prod/a", "B": "aws-ssm:/prod/b"}))
+    assert AwsSecretAccess(aws).problems(refs) == [
+        "runtime.env.A: aws-sm:prod/a: the credentials may not read its metadata (AccessDeniedException): "
+        "they need secretsmanager:DescribeSecret on it",
+        "runtime.env.B: aws-ssm:/prod/b: the credentials may not read parameters' metadata "
+        "(AccessDeniedException): they need ssm:DescribeParameters",
+    ]
+
+
+def test_two_keys_of_one_secret_read_its_value_once_and_describe_it_once(aws: AwsClients, spec: EnvSpec) -> None:
+    from collections import Counter
+
+    from vmplane.clouds.base import API_CALLS
+
+    plant(aws)
+    s = with_secrets(spec, {"U": "aws-sm:prod/db#user", "P": "aws-sm:prod/db#password", "T": "aws-ssm:/prod/tls-key"})
+    tally: Counter[str] = Counter()
+    token = API_CALLS.set(tally)
+    try:
+        preflight.check_secrets(aws, s)  # the problems, then the grants for the size check
+    finally:
+        API_CALLS.reset(token)
+    assert tally == Counter(
+        {"secretsmanager.DescribeSecret": 1, "secretsmanager.GetSecretValue": 1, "ssm.DescribeParameters": 1}
+    )

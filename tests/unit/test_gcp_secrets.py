@@ -44,6 +44,7 @@ class FakeSecretManager:
         self.store: dict[str, dict[str, Any]] = {}
         self.calls: list[tuple[str, str]] = []
         self.denied: set[str] = set()
+        self.no_grant: set[str] = set()  # secrets whose policy the caller may not set
         self.conflicts = 0  # the next N setIamPolicy calls meet a concurrent writer
         self.crash_after_sets: int | None = None  # raise after this many successful setIamPolicy calls
         self._etags = itertools.count(1)
@@ -82,14 +83,22 @@ class FakeSecretManager:
         secret_name, _, version = name.partition("/versions/")
         self.calls.append(("versions.get", name))
         versions = self._secret(secret_name)["versions"]
-        if version == "latest":
-            enabled = [int(n) for n, s in versions.items() if s == "ENABLED"]
-            if not enabled:
-                raise NotFoundError("no enabled version", code="NOT_FOUND")
-            version = str(max(enabled))
+        if version == "latest":  # Google's alias of the most recently created version, whatever its state
+            if not versions:
+                raise NotFoundError(f"Secret [{secret_name}] not found or has no versions.", code="NOT_FOUND")
+            version = str(max(int(n) for n in versions))
         if version not in versions:
             raise NotFoundError(f"{name} not found", code="NOT_FOUND")
         return {"name": f"{secret_name}/versions/{version}", "state": versions[version]}
+
+    def testIamPermissions(self, resource: str, body: dict[str, Any]) -> _Req:
+        def run() -> dict[str, Any]:
+            self.calls.append(("testIamPermissions", resource))
+            self._secret(resource)
+            held = [p for p in body["permissions"] if resource not in self.no_grant]
+            return {"permissions": held} if held else {}
+
+        return _Req(run)
 
     def getIamPolicy(self, resource: str, options_requestedPolicyVersion: int) -> _Req:
         def run() -> dict[str, Any]:
@@ -151,7 +160,8 @@ def refs(**fields: str) -> dict[str, Any]:
 def test_problems_name_the_field_the_reference_and_the_project(sm: tuple[GcpClients, FakeSecretManager]) -> None:
     gcp, fake = sm
     fake.plant("db-password", "ENABLED")
-    fake.plant("old", "DESTROYED", "DISABLED")
+    fake.plant("old", "ENABLED", "DESTROYED")
+    fake.plant("empty")
     fake.plant("pinned", "ENABLED", "DISABLED")
     fake.plant("api-key", "ENABLED", project="other-project")
     found = GcpSecretAccess(gcp).problems(
@@ -159,6 +169,7 @@ def test_problems_name_the_field_the_reference_and_the_project(sm: tuple[GcpClie
             DB="gcp-sm:db-password",
             MISSING="gcp-sm:nope",
             OLD="gcp-sm:old",
+            EMPTY="gcp-sm:empty",
             P2="gcp-sm:pinned/versions/2",
             P9="gcp-sm:pinned/versions/9",
             OTHER="gcp-sm:projects/other-project/secrets/api-key",
@@ -166,13 +177,15 @@ def test_problems_name_the_field_the_reference_and_the_project(sm: tuple[GcpClie
     )
     assert found == [
         f"runtime.env.MISSING: gcp-sm:nope: no such secret in project {PROJECT}",
-        f"runtime.env.OLD: gcp-sm:old: secret old has no enabled version in project {PROJECT}; add one (versions add)",
+        "runtime.env.OLD: gcp-sm:old: version 2 of secret old is DESTROYED: the VM cannot read it; "
+        "enable it or pin another",
+        f"runtime.env.EMPTY: gcp-sm:empty: secret empty has no version in project {PROJECT}; add one (versions add)",
         "runtime.env.P2: gcp-sm:pinned/versions/2: version 2 of secret pinned is DISABLED: the VM cannot read it; "
         "enable it or pin another",
         f"runtime.env.P9: gcp-sm:pinned/versions/9: secret pinned has no version 9 in project {PROJECT}",
     ]
     # Metadata only: no `access` of a payload, and the other project's secret was asked in its project.
-    assert {verb for verb, _ in fake.calls} == {"versions.get", "secrets.get"}
+    assert {verb for verb, _ in fake.calls} == {"versions.get", "secrets.get", "testIamPermissions"}
     assert ("versions.get", "projects/other-project/secrets/api-key/versions/latest") in fake.calls
 
 
@@ -187,14 +200,18 @@ def test_a_denied_read_names_the_permission_and_one_lookup_serves_every_field(
     fake.plant("shared", "ENABLED")
     fake.calls.clear()
     assert GcpSecretAccess(gcp).problems(refs(A="gcp-sm:shared", B="gcp-sm:shared")) == []
-    assert len(fake.calls) == 1
+    assert [verb for verb, _ in fake.calls] == ["versions.get", "testIamPermissions"]
+    fake.no_grant.add(fake.plant("readonly", "ENABLED"))  # readable, but vmplane could not bind the VMs
+    (problem,) = GcpSecretAccess(gcp).problems(refs(R="gcp-sm:readonly")) or [""]
+    assert problem.startswith("runtime.env.R: gcp-sm:readonly: the credentials cannot grant")
+    assert "secretmanager.secrets.setIamPolicy on projects/vmplane-sandbox/secrets/readonly" in problem
 
 
-def test_versions_resolve_latest_to_the_newest_enabled_number(sm: tuple[GcpClients, FakeSecretManager]) -> None:
+def test_versions_resolve_latest_to_the_newest_number(sm: tuple[GcpClients, FakeSecretManager]) -> None:
     gcp, fake = sm
-    fake.plant("rotated", "ENABLED", "ENABLED", "DISABLED")
+    fake.plant("rotated", "DISABLED", "ENABLED", "ENABLED")
     got = GcpSecretAccess(gcp).versions(refs(A="gcp-sm:rotated", B="gcp-sm:rotated/versions/1"))
-    assert got == {"gcp-sm:rotated": "2", "gcp-sm:rotated/versions/1": "1"}
+    assert got == {"gcp-sm:rotated": "3", "gcp-sm:rotated/versions/1": "1"}
     fake.store[f"projects/{PROJECT}/secrets/rotated"]["versions"]["4"] = "ENABLED"  # a new version added
     assert GcpSecretAccess(gcp).versions(refs(A="gcp-sm:rotated"))["gcp-sm:rotated"] == "4"
 

@@ -13,6 +13,7 @@ from tests.bootstrap.test_runtime_push import FakeDriver, _ctx, make_spec
 
 from vmplane.bootstrap.runtime import render_push_script, runtime_hash
 from vmplane.clouds.secret_access import SecretAccess
+from vmplane.envspec.impact import CONSEQUENCE, Impact
 from vmplane.envspec.models import EnvSpec
 from vmplane.envspec.secrets import SecretRef
 from vmplane.jobs import secret_push
@@ -179,3 +180,66 @@ def test_apply_of_the_unchanged_file_pushes_a_new_version(tmp_path: Any, monkeyp
     assert [(c["path"], c["new"], c["impact"]) for c in ap.to_json()["changes"]] == [
         ("runtime.env.DB.secret", "new version v2", "runtime")
     ]
+
+
+def test_the_api_records_a_push_operation(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fastapi.testclient import TestClient
+
+    from vmplane.api.app import JOBS, create_app
+    from vmplane.jobs import tokens
+
+    spec = _secret_spec(DB={"secret": "aws-sm:db-pass"})
+    store = FakeStore({"aws-sm:db-pass": "v2"})
+    monkeypatch.setattr(secret_push, "driver_for", lambda _t: StoreDriver(store))
+    job = _job(tmp_path, spec, [runtime_hash(spec, {"aws-sm:db-pass": "v1"}), None], {"aws-sm:db-pass": "v1"})
+    settings = Settings(home=tmp_path)
+    with db.transaction(settings.db_url) as s:
+        token, _ = tokens.create_token(s, spec.org, tokens.Role.operator)
+    client = TestClient(create_app(settings, run_workflows=False))  # recorded, never run
+    r = client.patch(
+        f"{JOBS}/{job.id}", json={"vmOp": "push", "force": True}, headers={"Authorization": f"Bearer {token}"}
+    )
+    assert r.status_code == 202, r.text
+    op = r.json()["operation"]
+    assert (op["kind"], op["params"]) == ("push", {"force": True})
+    assert [s["name"] for s in op["steps"]] == ["stepPushRuntime", "stepRegisterSpace"]
+    assert r.json()["impact"] == [{"path": "runtime", "impact": "runtime", "consequence": CONSEQUENCE[Impact.runtime]}]
+    doc = client.get("/openapi.json").json()
+    assert doc["components"]["schemas"]["Push"]["properties"]["vmOp"]["const"] == "push"
+
+
+def test_a_reference_added_or_removed_runs_the_identity_step_before_the_push(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from vmplane.jobs import operations
+
+    spec = _secret_spec(DB={"secret": "aws-sm:db-pass"})
+    store = FakeStore({"aws-sm:db-pass": "v1", "aws-sm:api": "a1"})
+    monkeypatch.setattr(secret_push, "driver_for", lambda _t: StoreDriver(store))
+    was = runtime_hash(spec, {"aws-sm:db-pass": "v1"})
+    job = _job(tmp_path, spec, [was, was], {"aws-sm:db-pass": "v1"})
+    regrant = ["stepValidate", "stepCreateIAM", "stepPushRuntime", "stepRegisterSpace"]
+    added = _secret_spec(DB={"secret": "aws-sm:db-pass"}, API={"secret": "aws-sm:api"})
+    assert operations.plan_update(added, job.target, job, refresh=False).plan.steps == regrant
+    assert operations.plan_update(_secret_spec(), job.target, job, refresh=False).plan.steps == regrant  # removed
+    plain = _secret_spec(DB={"secret": "aws-sm:db-pass"}, LOG="debug")
+    assert operations.plan_update(plain, job.target, job, refresh=False).plan.steps == [
+        "stepPushRuntime",
+        "stepRegisterSpace",
+    ]
+
+
+def test_an_exec_error_echoing_an_env_value_is_redacted(monkeypatch: pytest.MonkeyPatch) -> None:
+    from vmplane.clouds.errors import InvalidRequestError
+
+    value = "unit-env-value-echoed-7h2"
+    spec = _pve_spec({"PW": {"secret": "env:VMPLANE_UNIT_PW3"}})
+    monkeypatch.setenv("VMPLANE_UNIT_PW3", value)
+
+    class Echoing(StoreDriver):
+        def run_command(self, ids: list[str], commands: list[str], timeout: float, comment: str = "") -> Any:
+            raise InvalidRequestError(f"parameter verification failed: command: {value} too long")
+
+    with pytest.raises(RuntimePushError) as err:
+        push_runtime(Echoing(FakeStore({})), _ctx(spec, [None]), sandbox=False)  # type: ignore[arg-type]
+    assert value not in str(err.value) and "parameter verification failed" in str(err.value)

@@ -9,7 +9,7 @@ None starts a workflow: the caller does, after the commit.
 
 from __future__ import annotations
 
-from vmplane.api.schemas import AttachLb, DetachLb, Repair, Rotate, Scale, Start, Stop
+from vmplane.api.schemas import AttachLb, DetachLb, Push, Repair, Rotate, Scale, Start, Stop
 from vmplane.clouds.errors import UnsupportedError
 from vmplane.clouds.registry import driver_for
 from vmplane.envspec.base import Cloud
@@ -25,7 +25,7 @@ from vmplane.settings import Settings
 from vmplane.target import Target
 
 _log = logs.get(__name__)
-VmOp = AttachLb | DetachLb | Scale | Rotate | Stop | Start | Repair
+VmOp = AttachLb | DetachLb | Scale | Rotate | Stop | Start | Repair | Push
 
 
 def plan_vm_op(
@@ -46,6 +46,8 @@ def plan_vm_op(
     if isinstance(body, Stop | Start):
         plan_power = operations.plan_stop if isinstance(body, Stop) else operations.plan_start
         return plan_power(job, body.pool), [_impact(f"pools.{body.pool or '*'}", Impact.cloud)]
+    if isinstance(body, Push):
+        return operations.plan_push(job, force=body.force), [_impact("runtime", Impact.runtime)]
     op = operations.plan_rotate(job, body.pool)
     return op, [{"path": f"pools.{body.pool or '*'}", "impact": "vm", "consequence": "outdated VMs replaced"}]
 

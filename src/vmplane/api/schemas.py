@@ -61,6 +61,14 @@ class Repair(_Op):
     vm_op: Literal["repair"] = Field(alias="vmOp")
 
 
+class Push(_Op):
+    """Push the runtime settings again: the referenced secrets' versions are read (metadata only) and every
+    running VM whose settings or versions differ gets them (`force`: every running VM); nothing is replaced."""
+
+    vm_op: Literal["push"] = Field(alias="vmOp")
+    force: bool = False
+
+
 class Update(_Op):
     """A partial update of the spec (JSON merge patch: a null removes a key): user-data, image, security
     group ports, runtime settings, sizes... Answered with the impact of each changed field."""
@@ -70,7 +78,7 @@ class Update(_Op):
 
 
 PatchBody = Annotated[
-    AttachLb | DetachLb | Scale | Rotate | Stop | Start | Repair | Update, Field(discriminator="vm_op")
+    AttachLb | DetachLb | Scale | Rotate | Stop | Start | Repair | Push | Update, Field(discriminator="vm_op")
 ]
 
 

@@ -106,6 +106,18 @@ def _fetch_lines(spec: EnvSpec, root: str, source: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _remove_fetcher(root: str) -> str:
+    """Once no secret is fetched any more, the boot unit must not rewrite the env file from an old plan."""
+    unit_dir = root + gs.UNIT_DIR
+    paths = [
+        root + gs.FETCHER_PATH,
+        root + gs.PLAN_PATH,
+        f"{unit_dir}/{gs.UNIT_NAME}",
+        f"{unit_dir}/multi-user.target.wants/{gs.UNIT_NAME}",
+    ]
+    return "rm -f " + " ".join(shlex.quote(p) for p in paths)
+
+
 def render_push_script(
     spec: EnvSpec,
     root: str = "",
@@ -122,7 +134,8 @@ def render_push_script(
 
     Without them the script is rendered for measuring only (`runtime_script_problem`): the same size
     within a few bytes, but it refuses to run rather than write empty or unreachable secrets."""
-    lines = ["set -euo pipefail", "changed=()"]
+    # umask 077: every temporary file starts root-only, before its chmod (an env: value is in one).
+    lines = ["set -euo pipefail", "umask 077", "changed=()"]
     refs = gs.refs_by_kind(spec)
     sent = {
         kind: {k: r for k, r in kind_refs.items() if r.store not in gs.FETCHED_STORES}
@@ -139,6 +152,7 @@ def render_push_script(
     else:
         env = spec.runtime.plain_env() | _sent_values("env", sent["env"], env_values)
         lines += _write(root + RUNTIME_ENV_PATH, _env_file(env), "0600")
+        lines.append(_remove_fetcher(root))
     if spec.bootstrap.mode is BootstrapMode.nginx:
         conf = shlex.quote(root + NGINX_CONF_DIR + "/")
         container = shlex.quote(NGINX_CONTAINER_NAME)

@@ -151,6 +151,7 @@ def _classified_update(
     `report`: the cloud's drift, repaired by the update's first steps. `due`: the secrets' new versions
     (`secret_push.version_changes`), when the caller has read them already."""
     changes = diff(job.config["spec"], jobs.spec_json(spec)) + manifest_changes(job, spec)
+    regrant = secret_push.references_changed(changes)  # the file's own changes, before the versions
     seen = {c.path for c in changes}
     due = secret_push.version_changes(job, spec) if due is None else due
     # A reference the file changed is in the diff already: its new version is delivered with it.
@@ -168,6 +169,8 @@ def _classified_update(
         refusals.append(f"the job runs on {job.target.describe()}, not {target.describe()}")
     if changes and all(c.impact is Impact.runtime for c in changes):
         steps = ["stepPushRuntime", "stepRegisterSpace"]  # nothing else to reconcile
+        if regrant:  # checked, then the VMs' read access made to match the references, before the push
+            steps = ["stepValidate", "stepCreateIAM", *steps]
     else:
         steps = provision_steps(spec)  # stepFinalize pushes runtime changes among the others
     if any(c.path == "tags" or c.path.startswith("tags.") for c in changes):

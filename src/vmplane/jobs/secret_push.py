@@ -14,7 +14,7 @@ from vmplane.envspec.models import EnvSpec
 from vmplane.envspec.secrets import SecretStore, secret_refs
 from vmplane.jobs import service as jobs
 from vmplane.jobs.service import JobView
-from vmplane.jobs.vmops import OperationPlan
+from vmplane.jobs.vmops import OperationError, OperationPlan
 from vmplane.pipeline.plan import Plan, PlanKind
 from vmplane.pipeline.runtime_push import Wanted, stale_vms, wanted
 
@@ -22,7 +22,13 @@ PUSH_STEPS = ["stepPushRuntime", "stepRegisterSpace"]
 
 
 def _wanted(job: JobView, spec: EnvSpec) -> Wanted:
-    return wanted(driver_for(job.target), spec)
+    """The wanted hash; an `env:` variable not set where vmplane runs is refused here (exit 2, the field
+    named), before anything is recorded: the push would fail on it."""
+    driver = driver_for(job.target)
+    want = wanted(driver, spec)
+    if want.env_refs and (unset := driver.secret_access().problems(want.env_refs)):
+        raise OperationError("; ".join(unset))
+    return want
 
 
 def version_changes(job: JobView, spec: EnvSpec, want: Wanted | None = None) -> list[Change]:
@@ -45,6 +51,21 @@ def version_changes(job: JobView, spec: EnvSpec, want: Wanted | None = None) -> 
             old = f"version {got[ref.text]}" if got.get(ref.text) else None
             out.append(Change(f"{path}.secret", old, f"new version {now}", Impact.runtime))
     return out
+
+
+def references_changed(changes: list[Change]) -> bool:
+    """Whether the file's changes add, remove or change a secret reference: the VMs' read access (the
+    identity step's grants) must follow before a push."""
+
+    def is_ref(value: object) -> bool:  # a reference, or an env/files object holding one
+        if not isinstance(value, dict):
+            return False
+        return isinstance(value.get("secret"), str) or any(is_ref(v) for v in value.values())
+
+    return any(
+        c.path.startswith("runtime.") and (c.path.endswith(".secret") or is_ref(c.old) or is_ref(c.new))
+        for c in changes
+    )
 
 
 def plan_push(job: JobView, *, force: bool = False) -> OperationPlan:

@@ -20,7 +20,7 @@ from typing import Any
 
 from vmplane.bootstrap.runtime import render_push_script, runtime_hash
 from vmplane.clouds.base import CloudDriver, Context, runtime_script_problem
-from vmplane.envspec.models import EnvSpec
+from vmplane.envspec.models import Cloud, EnvSpec
 from vmplane.envspec.secrets import SecretRef, SecretStore, secret_refs
 from vmplane.errors import VmplaneError
 from vmplane.observe import redact
@@ -110,10 +110,14 @@ def push_runtime(driver: CloudDriver, ctx: Context, *, sandbox: bool, force: boo
     if problem := runtime_script_problem(ctx.spec, driver.capabilities.exec_payload_bytes):
         raise RuntimePushError(problem)
     script = _script(driver, ctx.spec, want)
-    results = {
-        r.instance_id: r
-        for r in driver.run_command([str(v.ID) for v in stale], [script], PUSH_TIMEOUT, comment="vmplane runtime push")
-    }
+    try:
+        sent = driver.run_command([str(v.ID) for v in stale], [script], PUSH_TIMEOUT, comment="vmplane runtime push")
+    except VmplaneError as err:
+        if not want.env_refs:
+            raise
+        # The script held `env:` values: an API error that echoed part of the request must not reach the record.
+        raise RuntimePushError(redact.redact(str(err))) from None
+    results = {r.instance_id: r for r in sent}
     failed = []
     for vm in stale:
         result = results.get(str(vm.ID))
@@ -128,9 +132,10 @@ def push_runtime(driver: CloudDriver, ctx: Context, *, sandbox: bool, force: boo
         raise RuntimePushError(f"runtime push failed on {len(failed)} VMs: " + "; ".join(failed))
     ctx.log(f"runtime settings ({_what(ctx.spec, want)}) pushed to {len(stale)} VMs through the exec channel")
     if sandbox:
+        which = " (moto records SendCommand)" if driver.cloud is Cloud.aws else ""
         ctx.log(
-            "sandbox: the emulator records the push command but runs nothing (moto records SendCommand), so no VM "
-            f"fetched its {len(want.fetched)} secrets here; the tests run the recorded script locally"
+            f"sandbox: the emulator records the push command but runs nothing{which}, so no VM fetched its "
+            f"{len(want.fetched)} secrets here; the tests run the recorded script locally"
             if want.fetched
             else "sandbox: the emulator records the push command but does not run it"
         )

@@ -43,7 +43,7 @@ def ensure_identity(aws: AwsClients, ctx: Context) -> None:
             iam.create_role,
             RoleName=name,
             AssumeRolePolicyDocument=ASSUME_ROLE_POLICY,
-            Description=f"vmplane VM role for {ctx.spec.org}/{ctx.spec.name}: exec channel only",
+            Description=f"vmplane VM role for {ctx.spec.org}/{ctx.spec.name}: exec channel and referenced secrets only",
             Tags=tag_list(t.tags("iam-role", name)),
         )
     except ConflictError:
@@ -78,9 +78,12 @@ def ensure_secret_grants(aws: AwsClients, ctx: Context) -> None:
     iam, name = aws.iam, aws_ids(ctx.infra).RoleName or role_name(ctx)
     refs = secret_policy.aws_refs(secret_refs(ctx.spec))
     region = ctx.spec.provider.region
-    grants = AwsSecretAccess(aws).grants(refs, scheduler_role.account_id(aws, ctx)) if refs else []
+    grants = AwsSecretAccess(aws, memo=True).grants(refs, scheduler_role.account_id(aws, ctx)) if refs else []
     doc = secret_policy.policy_document(grants, region)
     if doc is None:
+        # Read first: most roles never had one, and a read is no change to the role (nor a kill point).
+        if secret_policy.POLICY_NAME not in aws_call(iam.list_role_policies, RoleName=name)["PolicyNames"]:
+            return
         delete = partial(aws_call, iam.delete_role_policy, RoleName=name, PolicyName=secret_policy.POLICY_NAME)
         if deletes.delete(delete, what=f"delete policy {secret_policy.POLICY_NAME}"):
             ctx.log(f"role {name}: no secret referenced, its {secret_policy.POLICY_NAME} policy removed")

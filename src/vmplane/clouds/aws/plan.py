@@ -6,11 +6,12 @@ so the direct pipeline and the generated stack can be compared line for line.
 
 from __future__ import annotations
 
-from vmplane.clouds.aws import naming, scheduler_role
+from vmplane.clouds.aws import naming, scheduler_role, secret_policy
 from vmplane.clouds.aws.eventbridge import KINDS
 from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.base import Action, PlannedResource
 from vmplane.envspec.models import AsgPool, EnvSpec, FixedPool
+from vmplane.envspec.secrets import secret_refs
 from vmplane.state import InfraConfig
 
 
@@ -46,6 +47,10 @@ def provision_resources(spec: EnvSpec, infra: InfraConfig) -> list[PlannedResour
     plus("aws_iam_role", role, step, f"exec channel {spec.exec_mode.value} only")
     plus("aws_iam_role_policy_attachment", f"{role}/AmazonSSMManagedInstanceCore", step)
     plus("aws_iam_instance_profile", role, step)
+    refs = secret_policy.aws_refs(secret_refs(spec))
+    if refs:
+        secrets = len({r.name for r in refs.values()})
+        plus("aws_iam_role_policy", f"{role}/{secret_policy.POLICY_NAME}", step, f"reads its {secrets} secret(s) only")
     if scheduler_role.needed(spec):
         sched_role = naming.scheduler_role_name(spec)
         plus("aws_iam_role", sched_role, step, "EventBridge Scheduler: ec2:Start/StopInstances on this job's VMs only")

@@ -46,6 +46,7 @@ class AwsSecretAccess(SecretAccess):
         self.aws = aws
         self.region = aws.target.region
         self._memo: dict[tuple[str, str], Any] | None = {} if memo else None
+        self._keys: dict[str, frozenset[str] | str] = {}  # a secret's JSON keys, for one `problems` call
 
     def _once(self, key: tuple[str, str], fetch: Callable[[], T]) -> T:
         if self._memo is None:
@@ -78,6 +79,7 @@ class AwsSecretAccess(SecretAccess):
     def problems(self, refs: Mapping[str, SecretRef]) -> list[str]:
         seen: dict[str, str | None] = {}  # one lookup per reference, however many fields use it
         out = []
+        self._keys = {}
         for path, ref in aws_refs(refs).items():
             if ref.text not in seen:
                 seen[ref.text] = self._sm_problem(ref) if ref.store is SecretStore.aws_sm else self._ssm_problem(ref)
@@ -165,18 +167,29 @@ class AwsSecretAccess(SecretAccess):
         return self._json_key_problem(ref) if ref.json_key else None
 
     def _json_key_problem(self, ref: SecretRef) -> str | None:
-        """Only the value can say whether it holds the key: read, looked at, dropped."""
+        """Only the value can say whether it holds the key: read once per secret, its keys kept, dropped."""
+        if ref.name not in self._keys:
+            self._keys[ref.name] = self._json_keys(ref)
+        keys = self._keys[ref.name]
+        if isinstance(keys, str):
+            return keys.replace("#KEY", f"#{ref.json_key}")
+        if ref.json_key not in keys:
+            return f"the secret's JSON object has no key {ref.json_key!r}"
+        return None
+
+    def _json_keys(self, ref: SecretRef) -> frozenset[str] | str:
+        """The secret's top-level JSON keys (never its values), or why there are none (`#KEY` for the key)."""
         try:
             got = aws_call(self.aws.secretsmanager.get_secret_value, SecretId=ref.name)
         except AuthError as e:
             return (
-                f"checking #{ref.json_key} reads the value, which the credentials may not ({e.code}): they need "
+                f"checking #KEY reads the value, which the credentials may not ({e.code}): they need "
                 "secretsmanager:GetSecretValue on it (and kms:Decrypt on its key)"
             )
         text = got.get("SecretString")
         del got  # the answer holds the value: nothing of it outlives this check
         if not isinstance(text, str):
-            return f"the secret is binary: #{ref.json_key} needs a JSON object as its SecretString"
+            return "the secret is binary: #KEY needs a JSON object as its SecretString"
         redact.remember([text])
         try:
             value = json.loads(text)
@@ -184,11 +197,9 @@ class AwsSecretAccess(SecretAccess):
             value = None
         del text
         if not isinstance(value, dict):
-            return f"the secret's value is not a JSON object, so it has no key {ref.json_key!r}"
-        if ref.json_key not in value:
-            return f"the secret's JSON object has no key {ref.json_key!r}"
+            return "the secret's value is not a JSON object, so it has no key #KEY"
         redact.remember([str(v) for v in value.values()])
-        return None
+        return frozenset(value)
 
     def _ssm_problem(self, ref: SecretRef) -> str | None:
         try:

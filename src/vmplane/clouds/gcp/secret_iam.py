@@ -19,13 +19,12 @@ from vmplane.clouds.errors import AuthError, InvalidRequestError, NotFoundError
 from vmplane.clouds.gcp import naming
 from vmplane.clouds.gcp.identity import _settling, add_member, members, modify_policy, remove_members
 from vmplane.clouds.gcp.ids import gcp_ids
-from vmplane.clouds.gcp.secrets import gcp_refs, secret_parts, secret_resource
+from vmplane.clouds.gcp.secrets import SET_PERMISSION, gcp_refs, secret_parts, secret_resource
 from vmplane.clouds.gcp.session import GcpClients
 from vmplane.envspec.models import EnvSpec
 from vmplane.envspec.secrets import secret_refs
 
 ACCESSOR = "roles/secretmanager.secretAccessor"
-SET_PERMISSION = "secretmanager.secrets.setIamPolicy"
 LEFTOVER_KIND = "secret-iam-member"
 
 

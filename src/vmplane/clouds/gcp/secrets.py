@@ -4,6 +4,8 @@
 not read a value to deliver it; the VM reads it with its own service account, clouds/gcp/secret_iam.py
 granting that account `roles/secretmanager.secretAccessor` on each referenced secret). A reference
 `gcp-sm:NAME` is in the environment's project; `gcp-sm:projects/P2/secrets/NAME` in project P2.
+An unpinned reference is `latest`, the most recently created version: when that one is disabled or
+destroyed, the VM's `access` of `latest` fails (FAILED_PRECONDITION), so plan refuses it too.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ SECRETMANAGER_URL = "https://secretmanager.googleapis.com"
 # What the control plane needs to check a reference (roles/secretmanager.viewer holds it) and to grant the
 # VM's account on the secret (roles/secretmanager.admin holds both).
 GET_PERMISSION = "secretmanager.versions.get"
+SET_PERMISSION = "secretmanager.secrets.setIamPolicy"
 READABLE = "ENABLED"
 
 
@@ -78,7 +81,7 @@ class GcpSecretAccess(SecretAccess):
                 return f"no such secret in project {project}"
             if ref.version:
                 return f"secret {secret} has no version {ref.version} in project {project}"
-            return f"secret {secret} has no enabled version in project {project}; add one (versions add)"
+            return f"secret {secret} has no version in project {project}; add one (versions add)"
         except AuthError as e:
             return (
                 f"permission denied reading its metadata in project {project} ({e.code}): the credentials need "
@@ -88,7 +91,22 @@ class GcpSecretAccess(SecretAccess):
         if state != READABLE:
             number = str(version.get("name", "")).rsplit("/", 1)[-1]
             return f"version {number} of secret {secret} is {state}: the VM cannot read it; enable it or pin another"
+        if not self._can_grant(ref):  # else stepCreateIAM would fail after the network is made
+            return (
+                f"the credentials cannot grant the VMs' service account access to it: they lack {SET_PERMISSION} "
+                f"on projects/{project}/secrets/{secret} (roles/secretmanager.admin)"
+            )
         return None
+
+    def _can_grant(self, ref: SecretRef) -> bool:
+        name = secret_resource(self.gcp.project, ref)
+        secrets = self.gcp.api("secretmanager", "v1").projects().secrets()
+        body = {"permissions": [SET_PERMISSION]}
+        held: dict[str, Any] = self.gcp.call(
+            "secretmanager.projects.secrets.testIamPermissions",
+            lambda: secrets.testIamPermissions(resource=name, body=body).execute(),
+        )
+        return SET_PERMISSION in held.get("permissions", [])
 
     def problems(self, refs: Mapping[str, SecretRef]) -> list[str]:
         seen: dict[str, str | None] = {}  # one lookup per reference, however many fields use it
@@ -101,7 +119,8 @@ class GcpSecretAccess(SecretAccess):
         return out
 
     def versions(self, refs: Mapping[str, SecretRef]) -> dict[str, str | None]:
-        """The version number each reference resolves to: `latest` is the newest enabled one."""
+        """The version number each reference resolves to: `latest` is Google's alias of the most recently
+        created version, whatever its state (`problems` refuses it when that one is not ENABLED)."""
         out: dict[str, str | None] = {}
         for ref in gcp_refs(refs).values():
             if ref.text not in out:
@@ -111,7 +130,9 @@ class GcpSecretAccess(SecretAccess):
 
     def guest_source(self) -> dict[str, Any]:
         # On the sandbox Secret Manager is the sandbox's own endpoint. The metadata server stays Google's
-        # address: the sandbox boots no VM and serves no metadata server, so no fetcher runs against it.
+        # address: this answer is per environment, and the sandbox's stand-in is per instance
+        # (`{endpoint}/_sandbox/metadata/projects/P/zones/Z/instances/I`); no VM boots there to run the
+        # fetcher, so a test playing a VM points its fetcher at that instance's stand-in itself.
         return {
             "cloud": "gcp",
             "project": self.gcp.project,

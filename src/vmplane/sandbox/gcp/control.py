@@ -12,6 +12,8 @@
   so a client's pager is driven past page one; `reset` restores 0.
 - `GET  /_sandbox/secret-accesses?project=P`: every Secret Manager payload access of P, oldest first:
   `{"secret", "version", "caller", "time", "outcome"}` (caller per secretmanager.caller; never a value).
+- `GET  /_sandbox/metadata/projects/P/zones/Z/instances/I/computeMetadata/v1/...`: instance I's metadata
+  server as a secret fetcher reads it (its service account's token and email; secretmanager_metadata.py).
 - `POST /_sandbox/certificates/activate` `{"project", "name"}`: DNS now resolves to the load balancer,
   so the managed certificate (and each of its domains) becomes ACTIVE.
 """
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from vmplane.sandbox.gcp import secretmanager
+from vmplane.sandbox.gcp import secretmanager, secretmanager_metadata
 from vmplane.sandbox.gcp.errors import ApiError, bad_request, invalid, not_found
 from vmplane.sandbox.gcp.store import DEFAULT_PROJECT, public
 
@@ -28,9 +30,13 @@ if TYPE_CHECKING:
     from vmplane.sandbox.gcp.server import GcpSandbox
 
 
-def handle(sandbox: GcpSandbox, http: str, path: str, query: dict[str, list[str]], body: Any) -> Any:
+def handle(
+    sandbox: GcpSandbox, http: str, path: str, query: dict[str, list[str]], body: Any, headers: dict[str, str]
+) -> Any:
     state = sandbox.state
     action = path.removeprefix("/_sandbox/")
+    if http == "GET" and action.startswith(secretmanager_metadata.PREFIX):
+        return secretmanager_metadata.answer(state, action, headers)
     if http == "GET" and action == "status":
         return {
             "sandbox": "gcp",

@@ -216,10 +216,16 @@ def _matches(secret: Resource, text: str) -> bool:
 def _list(call: Call) -> Resource:
     project = project_of(call.state, call.params["parent"].split("/")[1])
     wanted = [public(s) for s in project.secrets.values() if _matches(s, str(call.query.get("filter") or ""))]
-    items, token = page(call.state, call.query, wanted, PAGE_CAP)
-    answer: Resource = {"totalSize": len(wanted)}
+    return listed(call, "secrets", wanted)
+
+
+def listed(call: Call, field: str, found: list[Resource]) -> Resource:
+    """A list's answer: one page of `found` under `field` (left out when empty, as proto3 JSON does),
+    `totalSize` and the next page's token while more remain."""
+    items, token = page(call.state, call.query, found, PAGE_CAP)
+    answer: Resource = {"totalSize": len(found)}
     if items:
-        answer["secrets"] = items
+        answer[field] = items
     if token:
         answer["nextPageToken"] = token
     return answer

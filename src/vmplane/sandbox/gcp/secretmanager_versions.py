@@ -17,12 +17,11 @@ from typing import Any
 
 from vmplane.sandbox.gcp.compute import Call, handler
 from vmplane.sandbox.gcp.errors import ApiError, invalid
-from vmplane.sandbox.gcp.paging import page
 from vmplane.sandbox.gcp.secretmanager import (
-    PAGE_CAP,
     caller,
     check_etag,
     granted,
+    listed,
     new_etag,
     secret_of,
     unemulated,
@@ -106,13 +105,7 @@ def _list(call: Call) -> Resource:
     _, secret = secret_of(call.state, call.params["parent"])
     wanted = _state_filter(str(call.query.get("filter") or ""))
     found = [public(v) for v in reversed(secret["_versions"]) if v["state"] in wanted]  # newest first, as Google
-    items, token = page(call.state, call.query, found, PAGE_CAP)
-    answer: Resource = {"totalSize": len(found)}
-    if items:
-        answer["versions"] = items
-    if token:
-        answer["nextPageToken"] = token
-    return answer
+    return listed(call, "versions", found)
 
 
 def _state_filter(text: str) -> tuple[str, ...]:

@@ -82,7 +82,7 @@ class GcpSandbox:
                 if url.path == "/_sandbox/faults":
                     return 200, self.faults.faults.report() if self.faults else {"profile": None, "tally": {}}
                 if url.path.startswith("/_sandbox/"):
-                    return 200, control.handle(self, http, url.path, raw_query, body)
+                    return 200, control.handle(self, http, url.path, raw_query, body, headers or {})
                 return 200, self._google(http, url.path, raw_query, body, raw, headers or {})
             except ApiError as e:
                 return e.code, e.body()

@@ -114,6 +114,7 @@ def load() -> list[Rule]:
         lb,
         network,
         requests,
+        secrets,
     )
 
     return RULES
