@@ -52,13 +52,14 @@ def test_plan_refuses_a_missing_secret_and_a_clear_parameter_at_their_fields(
         {"/etc/app/conf": f"aws-ssm:/itest/{tag}/plain"},
     )
     before = cli.run("jobs", "--output", "json").stdout
-    proc = cli.run("plan", "-f", str(env_file), "--sandbox")
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    err = proc.stderr
-    assert f"runtime.env.API_TOKEN: aws-sm:itest/{tag}/missing: no such secret in Secrets Manager ({REGION})" in err
-    assert f'runtime.files["/etc/app/conf"]: aws-ssm:/itest/{tag}/plain: the parameter is a String' in err
-    assert "store secrets as SecureString" in err
-    assert "DB_PASSWORD" not in err  # the one that exists is no problem
+    for args in (("plan",), ("apply", "--yes")):
+        proc = cli.run(*args, "-f", str(env_file), "--sandbox")
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        err = proc.stderr
+        assert f"runtime.env.API_TOKEN: aws-sm:itest/{tag}/missing: no such secret in Secrets Manager ({REGION})" in err
+        assert f'runtime.files["/etc/app/conf"]: aws-ssm:/itest/{tag}/plain: the parameter is a String' in err
+        assert "store secrets as SecureString" in err and "nothing was recorded or created" in err
+        assert "DB_PASSWORD" not in err  # the one that exists is no problem
     assert cli.run("jobs", "--output", "json").stdout == before  # refused before any job
     # The driver's precheck answers one problem per field, so each is placed at its own line of the file.
     driver = AwsDriver(AwsTarget(region=REGION, endpoint_url=sandbox.endpoint))
@@ -158,6 +159,19 @@ def test_apply_grants_the_role_its_secrets_and_destroy_takes_them_away(
     assert sorted(s["Resource"] for s in doc["Statement"]) == sorted(
         [arn, f"arn:aws:ssm:{REGION}:{aws.sts.get_caller_identity()['Account']}:parameter/itest/{tag}/tls"]
     )
+
+    # Widened out of band: drift shows it (exit 3), and the repair's stepCreateIAM puts the exact one back.
+    wide = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "secretsmanager:*", "Resource": "*"}]}
+    aws.iam.put_role_policy(RoleName=role, PolicyName=secret_policy.POLICY_NAME, PolicyDocument=json.dumps(wide))
+    found = cli.run("drift", "-f", str(env_file), "--sandbox", "--output", "json")
+    assert found.returncode == 3, found.stdout + found.stderr
+    [policy] = [d for d in json.loads(found.stdout)["drift"] if d["kind"] == "iam-role-policy"]
+    assert policy["resource"] == f"aws_iam_role_policy.{role}/{secret_policy.POLICY_NAME}"
+    assert policy["change"] == "changed" and policy["fields"][0]["actual"] == ["secretsmanager:* *"]
+    fixed = cli.run("apply", "-f", str(env_file), "--sandbox", "--yes", "--output", "json")
+    assert fixed.returncode == 0 and json.loads(fixed.stdout)["status"] == "succeeded", fixed.stdout + fixed.stderr
+    again = aws.iam.get_role_policy(RoleName=role, PolicyName=secret_policy.POLICY_NAME)["PolicyDocument"]
+    assert (json.loads(again) if isinstance(again, str) else again) == doc
 
     gone = cli.json("destroy", "-f", str(env_file), "--sandbox", "--yes")
     assert gone["status"] == "deleted", gone["error"]

@@ -276,3 +276,37 @@ def test_two_keys_of_one_secret_read_its_value_once_and_describe_it_once(aws: Aw
     assert tally == Counter(
         {"secretsmanager.DescribeSecret": 1, "secretsmanager.GetSecretValue": 1, "ssm.DescribeParameters": 1}
     )
+
+
+def test_drift_reports_the_secrets_policy_widened_or_removed_and_stepcreateiam_puts_it_back(
+    aws_iam: AwsClients, spec: EnvSpec
+) -> None:
+    from vmplane.clouds.aws.drift import drift
+    from vmplane.clouds.aws.ids import aws_ids
+
+    aws = aws_iam
+    arns = plant(aws)
+    ctx = make_ctx(with_secrets(spec, {"DB": "aws-sm:prod/db"}))
+    iam.ensure_identity(aws, ctx)
+    assert aws_ids(ctx.infra).SecretsPolicy == [f"secretsmanager:GetSecretValue {arns['db']}"]
+
+    def policy_drift() -> list[Any]:
+        return [d for d in drift(aws, ctx) if d.kind == "iam-role-policy"]
+
+    assert policy_drift() == []
+    wide = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "secretsmanager:*", "Resource": "*"}]}
+    aws.iam.put_role_policy(RoleName=ROLE, PolicyName=secret_policy.POLICY_NAME, PolicyDocument=json.dumps(wide))
+    [changed] = policy_drift()
+    assert changed.change.value == "changed" and changed.repairable
+    assert [(f.field, f.actual) for f in changed.fields] == [("statements", ["secretsmanager:* *"])]
+    iam.ensure_identity(aws, ctx)  # what stepCreateIAM does after the repair
+    assert policy_drift() == []
+
+    aws.iam.delete_role_policy(RoleName=ROLE, PolicyName=secret_policy.POLICY_NAME)
+    [missing] = policy_drift()
+    assert missing.change.value == "missing" and "stepCreateIAM" in missing.repair
+    iam.ensure_identity(aws, ctx)
+    assert policy_drift() == []
+
+    iam.ensure_identity(aws, make_ctx(spec, ctx.infra))  # the last reference removed: nothing left to compare
+    assert aws_ids(ctx.infra).SecretsPolicy == [] and policy_drift() == []

@@ -1,7 +1,8 @@
 """AWS drift: what the spec and the job's record say exists, against what the resource table observes.
 
 Read-only (describe, get, list only; nothing saved). Compared fields: a group's rules (as sorted
-one-source rules), a route table's routes, a Fixed VM's power state, an auto scaling group's template
+one-source rules), a route table's routes, the VM role's secrets policy (its statements, against the
+record's), a Fixed VM's power state, an auto scaling group's template
 and target groups, a target group's members, the HTTPS listener's certificate, and on every resource the
 job's tag set (the keys vmplane writes and the file's tags). An existing VPC's default group is the
 user's: compared with what it was when the job adopted the VPC, reported and never changed.
@@ -13,7 +14,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from vmplane.clouds.aws import naming, scheduler_role
+from vmplane.clouds.aws import naming, scheduler_role, secret_policy
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.aws.resources import EXTRA_KINDS, TABLE
@@ -63,7 +64,7 @@ def drift(aws: AwsClients, ctx: Context, now: datetime | None = None) -> list[Dr
     groups = {o.id for o in observed if o.kind == "auto-scaling-group"} | set(ctx.infra.ScalingGroupID.values())
     # A group's members come and go with the group (it replaces them itself): compared through the group.
     observed = [o for o in observed if not (o.kind == "instance" and o.tags.get(ASG_MEMBER_TAG) in groups)]
-    observed += _user_groups(aws, ctx)
+    observed += _user_groups(aws, ctx) + _secrets_policy(aws, ctx)
     wanted = expected(ctx, observed, now or datetime.now(UTC))
     found = compare(wanted, observed, extra_kinds=EXTRA_KINDS, address=TABLE.address)
     return [_repairability(d) for d in found]
@@ -98,6 +99,21 @@ def _user_groups(aws: AwsClients, ctx: Context) -> list[Observed]:
         )
         for g in found
     ]
+
+
+def _secrets_policy(aws: AwsClients, ctx: Context) -> list[Observed]:
+    """The VM role's vmplane-secrets policy, read only when the record says it was put (an inline policy
+    has no tags to find it by)."""
+    ids = aws_ids(ctx.infra)
+    if not ids.SecretsPolicy:
+        return []
+    role = ids.RoleName or naming.role_name(ctx.spec)
+    try:
+        doc = aws_call(aws.iam.get_role_policy, RoleName=role, PolicyName=secret_policy.POLICY_NAME)["PolicyDocument"]
+    except NotFoundError:  # the policy or the whole role: reported missing
+        return []
+    name = f"{role}/{secret_policy.POLICY_NAME}"
+    return [Observed("iam-role-policy", name, name, fields={"statements": secret_policy.summary(doc)})]
 
 
 def job_tags(ctx: Context) -> dict[str, str]:
@@ -159,6 +175,10 @@ def expected(ctx: Context, observed: list[Observed], now: datetime) -> list[Expe
     role = ids.RoleName or naming.role_name(spec)
     want("iam-role", role, role, repair_missing="created again under its name by stepCreateIAM")
     want("iam-instance-profile", role, role, repair_missing="created again under its name by stepCreateIAM")
+    if ids.SecretsPolicy:
+        policy, again = f"{role}/{secret_policy.POLICY_NAME}", "put back as the file's references want by stepCreateIAM"
+        want("iam-role-policy", policy, policy, {"statements": ids.SecretsPolicy}, tags={}, repair_missing=again,
+             repair_changed=again)  # fmt: skip
     if scheduler_role.needed(spec):
         sched = ids.SchedulerRoleName or naming.scheduler_role_name(spec)
         want("iam-role", sched, sched, repair_missing="created again under its name by stepCreateIAM")

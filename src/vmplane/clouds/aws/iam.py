@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 from vmplane.clouds import deletes
 from vmplane.clouds.aws import naming, scheduler_role, secret_policy
@@ -82,11 +83,11 @@ def ensure_secret_grants(aws: AwsClients, ctx: Context) -> None:
     doc = secret_policy.policy_document(grants, region)
     if doc is None:
         # Read first: most roles never had one, and a read is no change to the role (nor a kill point).
-        if secret_policy.POLICY_NAME not in aws_call(iam.list_role_policies, RoleName=name)["PolicyNames"]:
-            return
-        delete = partial(aws_call, iam.delete_role_policy, RoleName=name, PolicyName=secret_policy.POLICY_NAME)
-        if deletes.delete(delete, what=f"delete policy {secret_policy.POLICY_NAME}"):
-            ctx.log(f"role {name}: no secret referenced, its {secret_policy.POLICY_NAME} policy removed")
+        if secret_policy.POLICY_NAME in aws_call(iam.list_role_policies, RoleName=name)["PolicyNames"]:
+            delete = partial(aws_call, iam.delete_role_policy, RoleName=name, PolicyName=secret_policy.POLICY_NAME)
+            if deletes.delete(delete, what=f"delete policy {secret_policy.POLICY_NAME}"):
+                ctx.log(f"role {name}: no secret referenced, its {secret_policy.POLICY_NAME} policy removed")
+        _record_secrets_policy(ctx, None)
         return
     too_big = secret_policy.size_problem(grants, region)
     if too_big:
@@ -102,8 +103,18 @@ def ensure_secret_grants(aws: AwsClients, ctx: Context) -> None:
             PolicyName=secret_policy.POLICY_NAME,
             PolicyDocument=secret_policy.policy_text(doc),
         )
+    _record_secrets_policy(ctx, doc)
     secrets = len({(g.service, g.arn) for g in grants})
     ctx.log(f"role {name}: {secret_policy.POLICY_NAME} reads exactly {secrets} referenced secret(s)")
+
+
+def _record_secrets_policy(ctx: Context, doc: dict[str, Any] | None) -> None:
+    """After the role has it: drift compares the role's copy with this (a crash before leaves the old one,
+    and the re-run puts the policy again and records it)."""
+    ids = aws_ids(ctx.infra)
+    if ids.SecretsPolicy != (lines := secret_policy.summary(doc)):
+        ids.SecretsPolicy = lines
+        ctx.save()
 
 
 def ensure_scheduler_role(aws: AwsClients, ctx: Context) -> str:
@@ -219,5 +230,6 @@ def delete_identity(aws: AwsClients, ctx: Context) -> None:
     if _owned(ctx, role_tags(aws, name), "role", name):
         _delete_role(aws, name)
     aws_ids(ctx.infra).RoleName = aws_ids(ctx.infra).InstanceProfileName = aws_ids(ctx.infra).InstanceProfileArn = None
+    aws_ids(ctx.infra).SecretsPolicy = []
     ctx.save()
     delete_scheduler_role(aws, ctx)  # looked up whatever the spec says: a schedule may have been removed

@@ -44,6 +44,9 @@ class AwsInfra(CloudInfra):
     RoleName: str | None = None
     InstanceProfileName: str | None = None
     InstanceProfileArn: str | None = None
+    # The VM role's vmplane-secrets policy as last put, one "Action Resource" line per statement
+    # (secret_policy.summary): drift compares the role's with it. Empty: no policy.
+    SecretsPolicy: list[str] = Field(default_factory=list)
     # Load balancer (InfraConfig.LoadBalancerID is the ALB's ARN)
     LoadBalancerName: str | None = None
     LoadBalancerZoneID: str | None = None  # the ALB's canonical hosted zone, for the alias record

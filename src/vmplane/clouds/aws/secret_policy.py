@@ -102,6 +102,16 @@ def policy_document(grants: list[Grant], region: str) -> dict[str, Any] | None:
     return {"Version": "2012-10-17", "Statement": statements(grants, region)}
 
 
+def summary(doc: Mapping[str, Any] | None) -> list[str]:
+    """`"Action Resource"` per statement, sorted (a kms statement adds its `via` service): what the record
+    keeps and drift compares, whatever order or Sids the role's copy has."""
+    out = []
+    for st in (doc or {}).get("Statement", []):
+        via = st.get("Condition", {}).get("StringEquals", {}).get("kms:ViaService")
+        out.append(f"{st.get('Action')} {st.get('Resource')}" + (f" via {via}" if via else ""))
+    return sorted(out)
+
+
 def policy_text(doc: dict[str, Any]) -> str:
     """As sent to PutRolePolicy: compact, keys sorted (IAM's size counts no white space)."""
     return json.dumps(doc, sort_keys=True, separators=(",", ":"))
