@@ -37,6 +37,20 @@ def secret_policy(sandbox: Sandbox, name: str) -> dict[str, Any]:
     return dict(sm.getIamPolicy(resource=name).execute())
 
 
+def access_as(sandbox: Sandbox, email: str, secret: str) -> tuple[int, str]:
+    """The latest version's payload as service account `email` reads it (HTTP status, value)."""
+    import urllib.error
+    import urllib.request
+
+    url = f"{sandbox.gcp_endpoint}/v1/{secret}/versions/latest:access"
+    req = urllib.request.Request(url, headers={"Authorization": f"Bearer sandbox-sa:{email}"})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, base64.b64decode(json.loads(r.read())["payload"]["data"]).decode()
+    except urllib.error.HTTPError as e:
+        return e.code, ""
+
+
 def accessor_bindings(policy: dict[str, Any], member: str) -> list[dict[str, Any]]:
     return [b for b in policy.get("bindings", []) if member in b.get("members", [])]
 
@@ -179,6 +193,10 @@ def test_apply_binds_and_destroy_unbinds_through_the_cli(cli: Cli, sandbox: Sand
     (binding,) = accessor_bindings(secret_policy(sandbox, db), member)
     assert binding["role"] == ACCESSOR
     assert accessor_bindings(secret_policy(sandbox, unused), member) == []
+    # As the VM: the token its metadata server hands out (the sandbox's `sandbox-sa:EMAIL`) reads the
+    # referenced secret, and is refused the other one.
+    assert access_as(sandbox, email, db) == (200, "s3cr3t-planted")
+    assert access_as(sandbox, email, unused)[0] == 403
 
     gone = cli.json("destroy", "--job", applied["id"], "--yes", "--sandbox", timeout=300)
     assert gone["status"] == "deleted", gone.get("error")

@@ -19,7 +19,7 @@ from vmplane.clouds.base import Context, Tagger
 from vmplane.clouds.errors import AuthError, ConflictError, InvalidRequestError, NotFoundError
 from vmplane.clouds.gcp import secret_iam
 from vmplane.clouds.gcp.ids import gcp_ids
-from vmplane.clouds.gcp.secrets import GcpSecretAccess
+from vmplane.clouds.gcp.secrets import ACCESSOR, GcpSecretAccess
 from vmplane.clouds.gcp.session import GcpClients, GcpTarget
 from vmplane.envspec.load import load_spec
 from vmplane.envspec.models import EnvSpec
@@ -127,7 +127,7 @@ class FakeSecretManager:
 
     def accessors(self, name: str) -> list[str]:
         policy = self.store[name]["policy"]
-        return sorted(m for b in policy["bindings"] if b["role"] == secret_iam.ACCESSOR for m in b["members"])
+        return sorted(m for b in policy["bindings"] if b["role"] == ACCESSOR for m in b["members"])
 
 
 @pytest.fixture
@@ -231,13 +231,13 @@ def test_guest_source_points_the_vm_at_the_sandbox_or_at_google() -> None:
 def test_one_accessor_binding_per_referenced_secret_and_removal(sm: tuple[GcpClients, FakeSecretManager]) -> None:
     gcp, fake = sm
     db, key, other = fake.plant("db", "ENABLED"), fake.plant("key", "ENABLED"), fake.plant("unused", "ENABLED")
-    fake.store[db]["policy"]["bindings"] = [{"role": secret_iam.ACCESSOR, "members": [ALICE]}]
+    fake.store[db]["policy"]["bindings"] = [{"role": ACCESSOR, "members": [ALICE]}]
     ctx = context(with_refs({"DB": "gcp-sm:db", "DB2": "gcp-sm:db"}, {"/etc/app/key.pem": "gcp-sm:key/versions/1"}))
     fake.conflicts = 1  # a concurrent writer once: re-read and retried
     secret_iam.ensure_secret_bindings(gcp, ctx, EMAIL)
     assert fake.accessors(db) == sorted([ALICE, ME]) and fake.accessors(key) == [ME]
     assert fake.accessors(other) == []
-    assert [b["role"] for b in fake.store[db]["policy"]["bindings"]] == [secret_iam.ACCESSOR]  # no second binding
+    assert [b["role"] for b in fake.store[db]["policy"]["bindings"]] == [ACCESSOR]  # no second binding
     assert gcp_ids(ctx.infra).SecretBindings == [db, key]
 
     fake.calls.clear()
@@ -287,3 +287,24 @@ def test_a_secret_deleted_after_the_check_fails_the_grant_naming_the_field(
     ctx = context(with_refs({"K": "gcp-sm:locked"}))
     with pytest.raises(AuthError, match=r"runtime\.env\.K: .*secretmanager\.secrets\.setIamPolicy"):
         secret_iam.ensure_secret_bindings(gcp, ctx, EMAIL)
+
+
+def test_the_plan_lists_one_member_per_secret_and_teardown_removes_what_was_bound() -> None:
+    from vmplane.clouds.gcp import plan as gcp_plan
+    from vmplane.clouds.gcp import resources
+
+    spec = with_refs(
+        {"DB": "gcp-sm:db", "DB2": "gcp-sm:db/versions/2"}, {"/etc/k": "gcp-sm:projects/project-two/secrets/k"}
+    )
+    lines = [r for r in gcp_plan.provision_resources(spec, InfraConfig(), PROJECT) if "secret" in r.type]
+    assert [(r.type, r.name, r.step) for r in lines] == [
+        (gcp_plan.SECRET_MEMBER, f"projects/project-two/secrets/k/{ACCESSOR}", "stepCreateIAM"),
+        (gcp_plan.SECRET_MEMBER, f"projects/{PROJECT}/secrets/db/{ACCESSOR}", "stepCreateIAM"),
+    ]
+    assert 'runtime.files["/etc/k"]' in lines[0].detail and "runtime.env.DB" in lines[1].detail
+    assert gcp_plan.SECRET_MEMBER in resources.TABLE.direct_types() & resources.TABLE.stack_types()
+    infra = InfraConfig()
+    ids = gcp_ids(infra)
+    ids.Project, ids.ServiceAccountEmail, ids.SecretBindings = PROJECT, EMAIL, [f"projects/{PROJECT}/secrets/db"]
+    gone = [r for r in gcp_plan.teardown_resources(infra) if r.type == gcp_plan.SECRET_MEMBER]
+    assert [(r.name, r.step) for r in gone] == [(f"projects/{PROJECT}/secrets/db/{ACCESSOR}", "stepDeleteIAM")]

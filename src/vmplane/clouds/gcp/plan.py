@@ -11,8 +11,11 @@ from vmplane.clouds.gcp import identity, lb_firewall, naming, schedule_policy
 from vmplane.clouds.gcp.firewall import IAP_RANGE
 from vmplane.clouds.gcp.ids import gcp_ids
 from vmplane.clouds.gcp.network import subnet_cidr
+from vmplane.clouds.gcp.secrets import ACCESSOR, referenced_secrets
 from vmplane.envspec.models import AsgPool, EnvSpec, FixedPool
 from vmplane.state import InfraConfig
+
+SECRET_MEMBER = "google_secret_manager_secret_iam_member"
 
 
 def zones(spec: EnvSpec, infra: InfraConfig | None) -> list[str]:
@@ -50,6 +53,8 @@ def provision_resources(spec: EnvSpec, infra: InfraConfig, project: str) -> list
     plus("google_service_account", naming.service_account_id(spec), step, email)
     for role in identity.ROLES:
         plus("google_project_iam_member", f"{project}/{role}", step, f"serviceAccount:{email}")
+    for secret, field in referenced_secrets(project, spec).items():  # on the secret, not the project
+        plus(SECRET_MEMBER, f"{secret}/{ACCESSOR}", step, f"serviceAccount:{email}, read by {field}")
 
     step = "stepCreateLaunchTemplate"
     for pool_name, pool in spec.pools.items():
@@ -195,6 +200,8 @@ def teardown_resources(infra: InfraConfig) -> list[PlannedResource]:
             minus("google_compute_firewall", name, step)
     step = "stepDeleteIAM"
     if ids.ServiceAccountEmail:
+        for secret in ids.SecretBindings:  # the member only: the secret is the user's
+            minus(SECRET_MEMBER, f"{secret}/{ACCESSOR}", step, f"serviceAccount:{ids.ServiceAccountEmail}")
         for role in ids.ServiceAccountRoles:
             minus(
                 "google_project_iam_member", f"{ids.Project}/{role}", step, f"serviceAccount:{ids.ServiceAccountEmail}"

@@ -236,6 +236,15 @@ TABLE: ResourceTable[GcpClients] = ResourceTable(
             note="a binding in the project's IAM policy, not a resource: granted and revoked with the account",
         ),
         _kind(
+            "secret-iam-member",
+            "google_secret_manager_secret_iam_member",
+            IAM,
+            DEL_IAM,
+            None,
+            None,
+            note="our member in a referenced secret's policy (secret_iam.py); leftovers checks it, drift does not",
+        ),
+        _kind(
             "region-instance-template",
             "google_compute_region_instance_template",
             TPL,

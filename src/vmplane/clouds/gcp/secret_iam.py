@@ -19,21 +19,16 @@ from vmplane.clouds.errors import AuthError, InvalidRequestError, NotFoundError
 from vmplane.clouds.gcp import naming
 from vmplane.clouds.gcp.identity import _settling, add_member, members, modify_policy, remove_members
 from vmplane.clouds.gcp.ids import gcp_ids
-from vmplane.clouds.gcp.secrets import SET_PERMISSION, gcp_refs, secret_parts, secret_resource
+from vmplane.clouds.gcp.secrets import ACCESSOR, SET_PERMISSION, referenced_secrets, secret_parts
 from vmplane.clouds.gcp.session import GcpClients
 from vmplane.envspec.models import EnvSpec
-from vmplane.envspec.secrets import secret_refs
 
-ACCESSOR = "roles/secretmanager.secretAccessor"
 LEFTOVER_KIND = "secret-iam-member"
 
 
 def wanted_secrets(gcp: GcpClients, spec: EnvSpec) -> dict[str, str]:
     """Each referenced secret's resource name -> the first field that references it."""
-    out: dict[str, str] = {}
-    for path, ref in gcp_refs(secret_refs(spec)).items():
-        out.setdefault(secret_resource(gcp.project, ref), path)
-    return dict(sorted(out.items()))
+    return referenced_secrets(gcp.project, spec)
 
 
 def _secrets(gcp: GcpClients) -> Any:

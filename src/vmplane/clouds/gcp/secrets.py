@@ -16,7 +16,8 @@ from typing import Any
 from vmplane.clouds.errors import AuthError, NotFoundError
 from vmplane.clouds.gcp.session import GcpClients
 from vmplane.clouds.secret_access import SecretAccess
-from vmplane.envspec.secrets import SecretRef, SecretStore
+from vmplane.envspec.models import EnvSpec
+from vmplane.envspec.secrets import SecretRef, SecretStore, secret_refs
 
 METADATA_URL = "http://metadata.google.internal"
 SECRETMANAGER_URL = "https://secretmanager.googleapis.com"
@@ -24,6 +25,7 @@ SECRETMANAGER_URL = "https://secretmanager.googleapis.com"
 # VM's account on the secret (roles/secretmanager.admin holds both).
 GET_PERMISSION = "secretmanager.versions.get"
 SET_PERMISSION = "secretmanager.secrets.setIamPolicy"
+ACCESSOR = "roles/secretmanager.secretAccessor"  # the VMs' account gets it on each referenced secret
 READABLE = "ENABLED"
 
 
@@ -45,6 +47,14 @@ def version_resource(project: str, ref: SecretRef) -> str:
 def gcp_refs(refs: Mapping[str, SecretRef]) -> dict[str, SecretRef]:
     """The Google Secret Manager references (validate refuses another store on GCP; skipped here)."""
     return {path: ref for path, ref in refs.items() if ref.store is SecretStore.gcp_sm}
+
+
+def referenced_secrets(project: str, spec: EnvSpec) -> dict[str, str]:
+    """Each referenced secret's resource name -> the first field that references it, sorted by name."""
+    out: dict[str, str] = {}
+    for path, ref in gcp_refs(secret_refs(spec)).items():
+        out.setdefault(secret_resource(project, ref), path)
+    return dict(sorted(out.items()))
 
 
 class GcpSecretAccess(SecretAccess):
