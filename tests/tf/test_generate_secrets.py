@@ -6,6 +6,7 @@ and the grant locals alone (no provider needed), so the names granted are Terraf
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import re
 import shutil
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.tf.test_gcp_policy import scan
 from tests.tf.test_policy import checkov
 
 from vmplane.envspec.impact import Impact
@@ -117,19 +119,32 @@ def test_aws_one_statement_per_secret_from_the_inputs(tmp_path: Path) -> None:
     spec = with_runtime("fixed.jsonc", AWS_RUNTIME)
     roles = generate(spec)["vmplane.env.roles.tf"]
     assert roles.count('resource "aws_iam_role_policy" "secrets"') == 1 and f'"{POLICY_NAME}"' in roles
-    assert "Resource = data.aws_secretsmanager_secret.ref[n].arn" in roles
-    # The statements read data sources (a provider): Terraform evaluates the names they are made for.
+    assert '"aws-sm:${n}" => s.arn' in roles  # the ARN from metadata, never a value
+    # The statements read data sources (a provider): Terraform evaluates what they are made of.
     names = Block("locals")
-    for local in ("secret_refs", "sm_secrets", "ssm_parameters"):
+    for local in ("secret_refs", "secret_fields", "first_fields", "sid_words", "sm_secrets"):
         names.attr(local, Expr(SECRET_LOCALS[local]))
-    got = console(spec, [names], "[local.secret_refs, local.sm_secrets, local.ssm_parameters]", tmp_path)
-    refs, sm, ssm = got
+    sids = '{ for f, k in local.first_fields : k => "${local.sid_words[f]}${substr(sha256(f), 0, 8)}" }'
+    refs, fields, sm, got_sids = console(
+        spec, [names], f"[local.secret_refs, local.secret_fields, local.sm_secrets, {sids}]", tmp_path
+    )
     assert refs == {
         "runtime.env.DB_PASSWORD": "aws-sm:prod/db#password",
         "runtime.env.DB_USER": "aws-sm:prod/db#user",
         'runtime.files["/etc/app/tls.key"]': "aws-ssm:/prod/app/tls-key:3",
     }
-    assert sm == ["prod/db"] and ssm == ["/prod/app/tls-key"]  # the key and the pinned version: not in a grant
+    # The key and the pinned version are not part of a grant; one secret, two fields: one grant.
+    assert fields == {
+        "aws-sm:prod/db": ["runtime.env.DB_PASSWORD", "runtime.env.DB_USER"],
+        "aws-ssm:/prod/app/tls-key": ['runtime.files["/etc/app/tls.key"]'],
+    }
+    assert sm == ["prod/db"]
+    # The direct pipeline's Sids: the first field's words, then 8 hex of its sha256.
+    digest = {f: hashlib.sha256(f.encode()).hexdigest()[:8] for f in refs}
+    assert got_sids == {
+        "aws-sm:prod/db": "EnvDBPASSWORD" + digest["runtime.env.DB_PASSWORD"],
+        "aws-ssm:/prod/app/tls-key": "FilesEtcAppTlsKey" + digest['runtime.files["/etc/app/tls.key"]'],
+    }
 
 
 def test_editing_a_reference_changes_only_the_runtime_inputs() -> None:
@@ -163,18 +178,20 @@ def test_fmt_clean(example: str, runtime: dict[str, Any], tmp_path: Path) -> Non
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def test_checkov_passes_the_gcp_bindings(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("example", "runtime"), [("fixed.jsonc", AWS_RUNTIME), ("gcp-fixed.jsonc", GCP_RUNTIME)])
+def test_checkov_fails_nothing_on_the_grants(example: str, runtime: dict[str, Any], tmp_path: Path) -> None:
     """The google provider is not in the offline mirror: no plan or apply of the GCP stack here (its
-    bindings are checked above by Terraform's own evaluation); checkov reads the text."""
+    bindings are checked above by Terraform's own evaluation); checkov reads the text of both."""
     exe = checkov()
-    write(generate(with_runtime("gcp-fixed.jsonc", GCP_RUNTIME)), tmp_path)
-    proc = subprocess.run(
-        [exe, "-d", str(tmp_path), "--framework", "terraform", "-o", "json", "--compact", "--skip-download"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    report = json.loads(proc.stdout)
-    failed = [c for r in (report if isinstance(report, list) else [report]) for c in r["results"]["failed_checks"]]
-    assert [c for c in failed if "secret" in c["resource"]] == []
+    write(generate(with_runtime(example, runtime)), tmp_path)
+    failed = [(c["check_id"], c["resource"]) for c in scan(exe, tmp_path)["failed_checks"]]
+    assert [f for f in failed if "secret" in f[1]] == []
+
+
+@pytest.mark.parametrize("example", ["fixed.jsonc", "dev-schedule.jsonc"])
+def test_the_account_data_sources_are_declared_once(example: str) -> None:
+    """The scheduler's role (a scheduled Fixed pool) declares them too: never twice."""
+    files = generate(with_runtime(example, AWS_RUNTIME))
+    assert ('"aws_iam_role" "scheduler"' in files["vmplane.env.roles.tf"]) == (example == "dev-schedule.jsonc")
+    tf = "".join(text for name, text in files.items() if name.endswith(".tf"))
+    assert tf.count('data "aws_caller_identity" "current"') == 1 and tf.count('data "aws_partition" "current"') == 1

@@ -365,7 +365,6 @@ TABLE: ResourceTable[GcpClients] = ResourceTable(
             observe=_dns_records,
             note="record sets take no labels or description: read from the record (GcpInfra.DnsRecords)",
         ),
-        _kind("secret-iam-member", "google_secret_manager_secret_iam_member", IAM, DEL_IAM, None, None),
         _kind(
             "secret",
             "google_secret_manager_secret",

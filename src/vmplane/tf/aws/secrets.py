@@ -14,42 +14,68 @@ from vmplane.envspec.secrets import SecretStore, secret_refs
 from vmplane.tf.aws.common import E
 from vmplane.tf.aws.schedules import scheduled_modes
 from vmplane.tf.hcl import Block, Comment, Item
-from vmplane.tf.inputs import SECRET_REFS, store_names
+from vmplane.tf.inputs import SECRET_REFS
 
-POLICY_NAME = "vmplane-read-secrets"
+POLICY_NAME = "vmplane-secrets"  # the direct pipeline's name for the same policy (clouds/aws/secret_policy.py)
 ACCOUNT = "data.aws_caller_identity.current.account_id"
 PARTITION = "data.aws_partition.current.partition"
 REGION = "local.identity.provider.region"
 
 
-# Field path -> reference text, then the names per store; a secret referenced twice is granted once.
-# The Sids end in a hash of the name, so adding or removing one secret leaves the others' Sids alone.
+SSM_ARN = f"arn:${{{PARTITION}}}:ssm:${{{REGION}}}:${{{ACCOUNT}}}:parameter/"
+VIA = f"secretsmanager.${{{REGION}}}.${{data.aws_partition.current.dns_suffix}}"
+# The references (field path -> text); each AWS secret ("aws-sm:NAME" / "aws-ssm:/path", without its
+# #key or pinned version) with the fields that reference it, in field order: a secret referenced twice
+# is granted once. The Sids are the direct pipeline's (clouds/aws/secret_policy.py `sid`), from a secret's
+# first field: runtime.env.DB_PASSWORD -> EnvDBPASSWORD + 8 hex of the field's sha256, so they stay put.
+# The statements follow the secrets' first fields, then one kms:Decrypt per customer key.
 SECRET_LOCALS = {
     "secret_refs": SECRET_REFS,
-    "sm_secrets": store_names("aws-sm", "#"),
-    "ssm_parameters": store_names("aws-ssm", ":"),
+    "secret_fields": (
+        "{\n"
+        '    for f, r in local.secret_refs : regex("^(aws-sm:[^#]+|aws-ssm:[^:]+)", r)[0] => f...\n'
+        '    if startswith(r, "aws-")\n'
+        "  }"
+    ),
+    "first_fields": "{ for k, fs in local.secret_fields : fs[0] => k }",
+    "sid_words": (
+        "{\n"
+        '    for f in keys(local.secret_refs) : f => substr(join("", [\n'
+        '      for w in regexall("[A-Za-z0-9]+", trimprefix(f, "runtime.")) :'
+        ' "${upper(substr(w, 0, 1))}${substr(w, 1, -1)}"\n'
+        "    ]), 0, 48)\n"
+        "  }"
+    ),
+    "sm_secrets": 'toset([for k in keys(local.secret_fields) : trimprefix(k, "aws-sm:") if startswith(k, "aws-sm:")])',
+    "secret_arns": (
+        "merge(\n"
+        '    { for n, s in data.aws_secretsmanager_secret.ref : "aws-sm:${n}" => s.arn },\n'
+        "    {\n"
+        "      for k in keys(local.secret_fields) :\n"
+        f'      k => "{SSM_ARN}${{trimprefix(k, "aws-ssm:/")}}" if startswith(k, "aws-ssm:")\n'
+        "    },\n"
+        "  )"
+    ),
+    "kms_fields": (
+        "{\n"
+        "    for n, s in data.aws_secretsmanager_secret.ref :\n"
+        '    s.kms_key_id => local.secret_fields["aws-sm:${n}"][0]... if s.kms_key_id != ""\n'
+        "  }"
+    ),
     "secret_statements": (
         "concat(\n"
-        "    [for n in sort(local.sm_secrets) : {\n"
-        '      Sid      = "ReadSecret${substr(sha1(n), 0, 16)}"\n'
+        "    [for f, k in local.first_fields : {\n"
+        '      Sid      = "${local.sid_words[f]}${substr(sha256(f), 0, 8)}"\n'
         '      Effect   = "Allow"\n'
-        '      Action   = "secretsmanager:GetSecretValue"\n'
-        "      Resource = data.aws_secretsmanager_secret.ref[n].arn\n"
+        '      Action   = startswith(k, "aws-sm:") ? "secretsmanager:GetSecretValue" : "ssm:GetParameter"\n'
+        "      Resource = local.secret_arns[k]\n"
         "    }],\n"
-        "    [for n in sort(local.ssm_parameters) : {\n"
-        '      Sid      = "ReadParameter${substr(sha1(n), 0, 16)}"\n'
-        '      Effect   = "Allow"\n'
-        '      Action   = "ssm:GetParameter"\n'
-        f'      Resource = "arn:${{{PARTITION}}}:ssm:${{{REGION}}}:${{{ACCOUNT}}}:parameter${{n}}"\n'
-        "    }],\n"
-        "    [for n in sort(keys(data.aws_kms_key.secret)) : {\n"
-        '      Sid      = "DecryptSecret${substr(sha1(n), 0, 16)}"\n'
-        '      Effect   = "Allow"\n'
-        '      Action   = "kms:Decrypt"\n'
-        "      Resource = data.aws_kms_key.secret[n].arn\n"
-        "      Condition = {\n"
-        f'        StringEquals = {{ "kms:ViaService" = "secretsmanager.${{{REGION}}}.amazonaws.com" }}\n'
-        "      }\n"
+        "    [for f, key in { for key, fs in local.kms_fields : sort(fs)[0] => key } : {\n"
+        '      Sid       = "${local.sid_words[f]}Kms${substr(sha256(f), 0, 8)}"\n'
+        '      Effect    = "Allow"\n'
+        '      Action    = "kms:Decrypt"\n'
+        "      Resource  = data.aws_kms_key.secret[key].arn\n"
+        f'      Condition = {{ StringEquals = {{ "kms:ViaService" = "{VIA}" }} }}\n'
         "    }],\n"
         "  )"
     ),
@@ -74,10 +100,8 @@ def secrets_tf(spec: EnvSpec) -> list[Item]:
     sm.attr("name", E('startswith(each.key, "arn:") ? null : each.key'))
     kms = Block("data", ["aws_kms_key", "secret"])
     kms.comment("A secret under a customer key: the VM decrypts through Secrets Manager only (kms:ViaService).")
-    kms.attr(
-        "for_each", E('{ for n, s in data.aws_secretsmanager_secret.ref : n => s.kms_key_id if s.kms_key_id != "" }')
-    )
-    kms.attr("key_id", E("each.value"))
+    kms.attr("for_each", E("toset(keys(local.kms_fields))"))
+    kms.attr("key_id", E("each.key"))
     policy = Block("resource", ["aws_iam_role_policy", "secrets"])
     policy.attr("name", POLICY_NAME)
     policy.attr("role", E("aws_iam_role.vm.id"))
