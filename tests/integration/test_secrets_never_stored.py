@@ -1,6 +1,6 @@
 """Issue 26's proof that a secret is never stored in clear: values with unique markers are planted in the
-sandbox's stores (moto's Secrets Manager and SSM SecureString; the GCP sandbox's Secret Manager when it
-serves one), a copy of the fixed example referencing them goes through every path (validate, plan, apply,
+sandbox's stores (moto's Secrets Manager and SSM SecureString; the GCP sandbox's Secret Manager, which
+skips while a sandbox does not serve it), a copy of the fixed example referencing them goes through every path (validate, plan, apply,
 status, jobs, `tf generate`, the API's GETs, the dashboard's job page and its live events, destroy), with
 JSON debug logs on and traces sent to an OTLP collector of the test's own, and every byte those left is
 searched for each marker (plain, and base64 at each alignment): the database files, every file under
