@@ -1,11 +1,12 @@
 """Issue 26's proof that a secret is never stored in clear: values with unique markers are planted in the
-sandbox's stores (moto's Secrets Manager and SSM SecureString; the GCP sandbox's Secret Manager, which
-skips while a sandbox does not serve it), a copy of the fixed example referencing them goes through every path (validate, plan, apply,
-status, jobs, `tf generate`, the API's GETs, the dashboard's job page and its live events, destroy), with
-JSON debug logs on and traces sent to an OTLP collector of the test's own, and every byte those left is
-searched for each marker (plain, and base64 at each alignment): the database files, every file under
-VMPLANE_HOME, every command's stdout and stderr, the API answers, the dashboard's HTML, the generated .tf
-files, the trace exports, the launch template's user data and the scripts the exec channel was sent.
+sandbox's stores (moto's Secrets Manager and SSM SecureString; the GCP sandbox's Secret Manager, skipped
+while a sandbox does not serve it), a copy of the fixed example referencing them goes through every path
+(validate, plan, apply, status, jobs, `tf generate`, the API's GETs, the dashboard's job page and its live
+events, destroy), with JSON debug logs on and traces sent to an OTLP collector of the test's own, and
+every byte those left is searched for each marker (plain, and base64 at each alignment): the database
+files, every file under VMPLANE_HOME, every command's stdout and stderr, the API answers, the dashboard's
+HTML, the generated .tf files, the trace exports, the launch template's user data and the scripts the exec
+channel was sent.
 
 What an emulator cannot show: moto records SSM SendCommand and runs nothing, so no VM here fetches its
 secrets; what is searched is what the control plane sent and kept (GCP's exec mailbox is cleared once
