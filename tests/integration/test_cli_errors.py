@@ -52,6 +52,7 @@ def test_validate_json_and_exit_codes(tmp_path) -> None:
         "valid": True,
         "name": "demo-fixed",
         "org": "acme",
+        "warnings": [],
     }
     assert c.run("validate", "-f", str(tmp_path / "missing.jsonc")).returncode == 2
     assert c.run("status", "no-such-env").returncode == 2

@@ -33,6 +33,7 @@ LIVE = {
     "history": "_history.html",
     "actions": "_actions.html",
     "cost": "_cost.html",
+    "runtime": "_runtime.html",
     "drift": "_drift.html",  # unread again: a read made before the job ran again is stale
 }
 

@@ -11,6 +11,7 @@ from typing import Any
 from vmplane.api.actions import VmOp, plan_vm_op
 from vmplane.api.schemas import AttachLb, DetachLb, Rotate, Start, Stop
 from vmplane.dashboard.drift import DriftView, unread
+from vmplane.dashboard.runtime_view import RuntimeRow, runtime_rows
 from vmplane.errors import VmplaneError
 from vmplane.jobs.poolstate import pool_states
 from vmplane.jobs.service import ACTIVE, JobStatus, JobView, StepRecord
@@ -138,6 +139,7 @@ class JobPage:
     pools: dict[str, dict[str, str | None]]
     drift: DriftView
     actions: list[str] = field(default_factory=list)
+    runtime: list[RuntimeRow] = field(default_factory=list)
 
     @property
     def active(self) -> bool:
@@ -190,6 +192,7 @@ def job_page(job: JobView, role: Role) -> JobPage:
         pools=_pools(job),
         drift=unread(job),
         actions=allowed_actions(job, role),
+        runtime=runtime_rows(job.spec),
     )
 
 

@@ -4,7 +4,7 @@ apply through the same path as `POST /provisioning-jobs`. Nothing is created unt
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from fastapi import APIRouter, File, Form, UploadFile
@@ -14,11 +14,13 @@ from starlette.responses import RedirectResponse, Response
 from vmplane.api import actions
 from vmplane.cost.estimate import estimate
 from vmplane.dashboard.common import Dashboard, Who
+from vmplane.dashboard.runtime_view import RuntimeRow, runtime_rows
 from vmplane.envspec.base import Cloud
 from vmplane.envspec.impact import CONSEQUENCE
 from vmplane.envspec.jsonc import JsoncSyntaxError, parse_jsonc
 from vmplane.envspec.load import SpecError, SpecIssue, parse_spec_text
 from vmplane.envspec.models import EnvSpec
+from vmplane.envspec.percloud import secret_warnings
 from vmplane.envspec.starter import render_starter
 from vmplane.errors import VmplaneError
 from vmplane.jobs import operations
@@ -47,6 +49,8 @@ class Checked:
     cost: dict[str, Any] | None = None
     conflict: str | None = None  # why it cannot be applied although it is valid (an existing job)
     planned: ApplyPlan | None = None  # what `plan` showed, which the apply then records
+    warnings: list[SpecIssue] = field(default_factory=list)  # validate's: plain values named like secrets
+    runtime: list[RuntimeRow] = field(default_factory=list)  # references shown as such, secret-like values masked
 
 
 def _org_issue(text: str, spec: EnvSpec, who: Who) -> SpecIssue | None:
@@ -69,6 +73,7 @@ def check(settings: Settings, who: Who, text: str, filename: str, sandbox: bool)
     if (issue := _org_issue(text, spec, who)) is not None:
         return Checked(text, filename, [issue])
     out = Checked(text, filename, [], spec=spec, cost=estimate(spec).to_json())
+    out.warnings, out.runtime = issues_at(text, secret_warnings(spec)), runtime_rows(spec)
     try:
         # The plan runs stepValidate's read-only cloud checks for a new job: the sandbox must be running.
         address = actions.sandbox_endpoint(settings, spec.provider.cloud) if sandbox else None

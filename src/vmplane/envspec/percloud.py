@@ -15,7 +15,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from vmplane.envspec import cloudlimits
 from vmplane.envspec.base import CertSource, Cloud, ExecMode
-from vmplane.envspec.secrets import STORE_NAMES, Secret, SecretStore
+from vmplane.envspec.secrets import STORE_NAMES, Secret, SecretStore, plain_secret_warnings
 
 if TYPE_CHECKING:
     from vmplane.envspec.models import EnvSpec
@@ -216,6 +216,12 @@ def _secrets(spec: EnvSpec) -> list[InitErrorDetails]:
                 msg = f"{value.ref.store.value}: is not a secret store on {cloud}; use {use}"
                 out.append(_error(("runtime", kind, key, "secret"), value.secret, msg))
     return out
+
+
+def secret_warnings(spec: EnvSpec) -> list[str]:
+    """validate's warnings for plain values named like secrets, each pointing at this cloud's store."""
+    stores = SECRET_STORES[spec.provider.cloud]
+    return plain_secret_warnings(spec, stores[0] if stores else None)
 
 
 def _has(d: dict[str, Any], alias: str, name: str) -> bool:

@@ -46,23 +46,26 @@ _AWS_SM_NAME = r"[A-Za-z0-9/_+=.@-]{1,512}"
 _AWS_SM_ARN = r"arn:aws(?:-cn|-us-gov)?:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]{1,512}"
 _SSM_PATH = r"/[A-Za-z0-9_./-]{1,1010}"
 _GCP_ID = r"[A-Za-z0-9_-]{1,255}"
-_GCP_PROJECT = r"[a-z][-a-z0-9]{4,28}[a-z0-9]"
+# A project id, or its number: Google's own resource names (the console's, the API's) carry the number.
+_GCP_PROJECT = r"[a-z][-a-z0-9]{4,28}[a-z0-9]|[0-9]{1,19}"
 _ENV_VAR = r"[A-Za-z_][A-Za-z0-9_]*"
 
 _GRAMMAR: dict[SecretStore, re.Pattern[str]] = {
     SecretStore.aws_sm: re.compile(rf"(?P<name>{_AWS_SM_ARN}|{_AWS_SM_NAME})(?:#(?P<key>[^#]{{1,256}}))?"),
     SecretStore.aws_ssm: re.compile(rf"(?P<name>{_SSM_PATH}?)(?::(?P<version>[1-9][0-9]{{0,8}}))?"),
     SecretStore.gcp_sm: re.compile(
-        rf"(?P<name>(?:projects/{_GCP_PROJECT}/secrets/)?{_GCP_ID})(?:/versions/(?P<version>[1-9][0-9]{{0,8}}|latest))?"
+        rf"(?P<name>(?:projects/(?:{_GCP_PROJECT})/secrets/)?{_GCP_ID})(?:/versions/(?P<version>[1-9][0-9]{{0,8}}|latest))?"
     ),
     SecretStore.env: re.compile(rf"(?P<name>{_ENV_VAR})"),
 }
-_SYNTAX = {
-    SecretStore.aws_sm: "aws-sm:NAME[#json-key] (a secret name or ARN)",
-    SecretStore.aws_ssm: "aws-ssm:/path[:N] (a parameter path from /, N a version)",
-    SecretStore.gcp_sm: "gcp-sm:NAME[/versions/N] (a secret id or projects/P/secrets/NAME)",
-    SecretStore.env: "env:VAR (an environment variable name)",
+# (the form, what its parts are): a warning's hint quotes the form alone, inside the JSON it suggests.
+_FORMS = {
+    SecretStore.aws_sm: ("aws-sm:NAME[#json-key]", "a secret name or ARN"),
+    SecretStore.aws_ssm: ("aws-ssm:/path[:N]", "a parameter path from /, N a version"),
+    SecretStore.gcp_sm: ("gcp-sm:NAME[/versions/N]", "a secret id or projects/P/secrets/NAME"),
+    SecretStore.env: ("env:VAR", "an environment variable name"),
 }
+_SYNTAX = {store: f"{form} ({parts})" for store, (form, parts) in _FORMS.items()}
 # What a JSON Schema editor checks; the parser below gives the precise message.
 REF_PATTERN = r"^(aws-sm|aws-ssm|gcp-sm|env):\S+$"
 SYNTAX_HELP = "; ".join(_SYNTAX.values())
@@ -160,9 +163,14 @@ def secret_refs(spec: EnvSpec) -> dict[str, SecretRef]:
     return out
 
 
+def secret_like(key: str) -> bool:
+    """A variable name or file path (by its base name) that usually holds a secret: DB_PASSWORD, tls.key."""
+    return _SECRET_LIKE.search(key.rsplit("/", 1)[-1]) is not None
+
+
 def plain_secret_warnings(spec: EnvSpec, example: SecretStore | None) -> list[str]:
     """Plain-text values whose name says they are secret, each with the reference to use instead."""
-    hint = _SYNTAX[example] if example else SYNTAX_HELP
+    hint = _FORMS[example][0] if example else " | ".join(form for form, _ in _FORMS.values())
     out = []
     for kind, values in (("env", spec.runtime.env), ("files", spec.runtime.files)):
         for key, value in sorted(values.items()):

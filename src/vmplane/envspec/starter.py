@@ -58,9 +58,15 @@ __MACHINE__
   "tags": {},
 
   // Environment variables and files (absolute path -> content) for workloads on every VM.
+  // A secret is a reference, never the value: the VM reads it with its own identity, and the file, the
+  // job record and the generated stack hold only the reference. Uncomment and name your own secret:
   "runtime": {
-    "env": {},
-    "files": {},
+    "env": {
+      // "DB_PASSWORD": { "secret": __SECRET_ENV__ },
+    },
+    "files": {
+      // "/etc/app/api.key": { "secret": __SECRET_FILE__ }, // written root-only (0600)
+    },
   },
 
 __LOAD_BALANCER__
@@ -75,6 +81,14 @@ _LB = """\
   //   "targetPort": 80,
   //   "healthCheck": { "path": "/healthz", "port": 80 },
   // },"""
+
+# Per cloud: a commented example of each runtime secret reference, in the cloud's own store (Proxmox VE
+# has none: the operator's environment at push time).
+_SECRET_EXAMPLES: dict[Cloud, tuple[str, str]] = {
+    Cloud.aws: ("aws-sm:prod/db#password", "aws-ssm:/prod/app/api-key"),
+    Cloud.gcp: ("gcp-sm:db-password", "gcp-sm:api-key/versions/2"),
+    Cloud.proxmox: ("env:DB_PASSWORD", "env:APP_API_KEY"),
+}
 
 # Per cloud: provider members, network comment, pool machine lines, exec mode, cert source (None: no LB).
 _CLOUDS: dict[Cloud, tuple[str, str, str, str, str | None]] = {
@@ -148,6 +162,8 @@ def render_starter(
         "__MACHINE__": machine,
         "__EXEC__": json.dumps(exec_mode),
         "__LOAD_BALANCER__": lb,
+        "__SECRET_ENV__": json.dumps(_SECRET_EXAMPLES[cloud][0]),
+        "__SECRET_FILE__": json.dumps(_SECRET_EXAMPLES[cloud][1]),
         # Substituted last: they sit inside the blocks above.
         "__NAME__": json.dumps(name),
         "__ORG__": json.dumps(org),

@@ -26,8 +26,11 @@ def _db_url() -> str:
 
 
 def runtime_secrets(config: dict[str, Any]) -> list[str]:
+    """The plain runtime values, to redact. A `{"secret": ref}` has no value here (the VM reads it), and its
+    reference is no secret: a log may name it. An `env:` value is remembered by the push that reads it."""
     runtime = (config.get("spec") or {}).get("runtime") or {}
-    return [*(runtime.get("env") or {}).values(), *(runtime.get("files") or {}).values()]
+    values = [*(runtime.get("env") or {}).values(), *(runtime.get("files") or {}).values()]
+    return [v for v in values if isinstance(v, str)]
 
 
 @contextmanager
@@ -36,7 +39,7 @@ def job_phase(job_id: str, phase: str) -> Iterator[Callable[[str], str]]:
     with transaction(_db_url()) as s:
         row = jobs.get_row(s, job_id)
         org, config = row.org, row.config
-    redact.remember(v for v in runtime_secrets(config) if isinstance(v, str))
+    redact.remember(runtime_secrets(config))
     cloud = str(config.get("target", {}).get("cloud", "")) or None
     attrs = {"vmplane.job": job_id, "vmplane.phase": phase, "vmplane.org": org, "cloud": cloud or ""}
     with scoped(job=job_id, phase=phase, org=org, cloud=cloud), tracing.span("vmplane.job", attrs) as span:
