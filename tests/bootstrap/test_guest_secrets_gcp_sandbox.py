@@ -4,6 +4,7 @@ as the instance's service account, so the accessor binding on the secret decides
 from __future__ import annotations
 
 import stat
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -63,13 +64,19 @@ def test_the_fetcher_reads_as_the_vms_account_once_the_secret_grants_it(endpoint
     root = tmp_path / "vm"
     plan = gs.fetch_plan(spec, source, RUNTIME_ENV_PATH, str(root))
 
-    denied = run_fetcher(plan, tmp_path)
-    assert denied.returncode == 1 and "(gcp-sm:db): HTTP 403 PERMISSION_DENIED" in denied.stderr
+    # A refusal is retried to the deadline (a grant takes a while to reach the store), then named.
+    denied = run_fetcher({**plan, "deadlineSeconds": 2}, tmp_path)
+    assert denied.returncode == 1 and "(gcp-sm:db): HTTP 403 PERMISSION_DENIED, still failing" in denied.stderr
     assert "sb-db" not in denied.stderr and not root.exists()
 
+    # The grant arrives while the fetcher is retrying: it reads as soon as the store lets it.
     binding = {"role": "roles/secretmanager.secretAccessor", "members": [f"serviceAccount:{email}"]}
-    secrets.setIamPolicy(resource=name, body={"policy": {"bindings": [binding]}}).execute()
-    proc = run_fetcher(plan, tmp_path)
+    grant = threading.Timer(
+        1.5, lambda: secrets.setIamPolicy(resource=name, body={"policy": {"bindings": [binding]}}).execute()
+    )
+    grant.start()
+    proc = run_fetcher({**plan, "deadlineSeconds": 30}, tmp_path)
+    grant.join()
     assert proc.returncode == 0, proc.stderr
     env_file = root / RUNTIME_ENV_PATH.lstrip("/")
     assert env_file.read_text() == "DB=sb-db-v2\nDB_OLD=sb-db-v1\n"  # the sandbox's dataCrc32c checked, too

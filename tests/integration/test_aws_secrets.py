@@ -58,17 +58,20 @@ def test_plan_refuses_a_missing_secret_and_a_clear_parameter_at_their_fields(
         err = proc.stderr
         assert f"runtime.env.API_TOKEN: aws-sm:itest/{tag}/missing: no such secret in Secrets Manager ({REGION})" in err
         assert f'runtime.files["/etc/app/conf"]: aws-ssm:/itest/{tag}/plain: the parameter is a String' in err
-        assert "store secrets as SecureString" in err and "nothing was recorded or created" in err
+        assert "store secrets as SecureString" in err and "nothing was created" in err
         assert "DB_PASSWORD" not in err  # the one that exists is no problem
+        # One problem per field, each at its own line of the file (FILE:LINE:COL: field: why).
+        text = env_file.read_text().splitlines()
+        for key, field in (
+            ('"API_TOKEN"', "runtime.env.API_TOKEN"),
+            ('"/etc/app/conf"', 'runtime.files["/etc/app/conf"]'),
+        ):
+            line = next(i for i, t in enumerate(text, 1) if key in t)
+            assert f"{env_file}:{line}:" in err and f": {field}: " in err, err
     assert cli.run("jobs", "--output", "json").stdout == before  # refused before any job
-    # The driver's precheck answers one problem per field, so each is placed at its own line of the file.
     driver = AwsDriver(AwsTarget(region=REGION, endpoint_url=sandbox.endpoint))
     issues = positioned(env_file, driver.precheck(load_spec(env_file), UNBORN_JOB)).issues
-    text = env_file.read_text().splitlines()
-    lines = [next(i for i, t in enumerate(text, 1) if key in t) for key in ('"API_TOKEN"', '"/etc/app/conf"')]
-    assert [(i.path, i.line) for i in issues] == list(
-        zip(["runtime.env.API_TOKEN", 'runtime.files["/etc/app/conf"]'], lines, strict=True)
-    )
+    assert [i.path for i in issues] == ["runtime.env.API_TOKEN", 'runtime.files["/etc/app/conf"]']
 
     aws.secretsmanager.create_secret(Name=f"itest/{tag}/missing", SecretString="itest-api-value-1")
     aws.ssm.put_parameter(Name=f"/itest/{tag}/plain", Value="now-secure", Type="SecureString", Overwrite=True)
@@ -172,6 +175,18 @@ def test_apply_grants_the_role_its_secrets_and_destroy_takes_them_away(
     assert fixed.returncode == 0 and json.loads(fixed.stdout)["status"] == "succeeded", fixed.stdout + fixed.stderr
     again = aws.iam.get_role_policy(RoleName=role, PolicyName=secret_policy.POLICY_NAME)["PolicyDocument"]
     assert (json.loads(again) if isinstance(again, str) else again) == doc
+
+    # A referenced secret gone after the apply: an update (here the same file, whose push is due) is
+    # refused before anything is recorded, at the field, as a new job would be.
+    aws.ssm.delete_parameter(Name=f"/itest/{tag}/tls")
+    ops_before = cli.json("status", job["id"])["config"].get("operations")
+    refused = cli.run("plan", "-f", str(env_file), "--sandbox")
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    line = next(i for i, t in enumerate(env_file.read_text().splitlines(), 1) if '"/etc/tls.pem"' in t)
+    assert f"{env_file}:{line}:" in refused.stderr and 'runtime.files["/etc/tls.pem"]: aws-ssm:' in refused.stderr
+    assert cli.run("apply", "-f", str(env_file), "--sandbox", "--yes").returncode == 2
+    assert cli.json("status", job["id"])["config"].get("operations") == ops_before
+    aws.ssm.put_parameter(Name=f"/itest/{tag}/tls", Value=f"pem-{value}", Type="SecureString")
 
     gone = cli.json("destroy", "-f", str(env_file), "--sandbox", "--yes")
     assert gone["status"] == "deleted", gone["error"]

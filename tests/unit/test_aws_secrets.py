@@ -12,6 +12,7 @@ from vmplane.clouds.aws import iam, preflight, secret_policy
 from vmplane.clouds.aws.capabilities import static_problems
 from vmplane.clouds.aws.secrets import AwsSecretAccess
 from vmplane.clouds.aws.session import AwsClients, AwsTarget
+from vmplane.clouds.secret_access import SecretProblemsError
 from vmplane.envspec.models import EnvSpec
 from vmplane.envspec.secrets import secret_refs
 from vmplane.observe import redact
@@ -154,7 +155,7 @@ def test_problems_name_the_field_and_the_reference(aws: AwsClients, spec: EnvSpe
 
 def test_preflight_refuses_with_every_problem_at_its_field(aws: AwsClients, spec: EnvSpec) -> None:
     s = with_secrets(spec, {"A": "aws-sm:nope-a"}, {"/etc/b.pem": "aws-ssm:/nope/b"})
-    with pytest.raises(preflight.SecretProblemsError) as caught:
+    with pytest.raises(SecretProblemsError) as caught:
         preflight.check_secrets(aws, s)
     assert [p.split(": ", 1)[0] for p in caught.value.problems] == ["runtime.env.A", 'runtime.files["/etc/b.pem"]']
 

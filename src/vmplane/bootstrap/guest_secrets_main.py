@@ -67,9 +67,12 @@ def request(
     *,
     deadline: float,
     direct: bool = False,
+    denied_is_transient: bool = False,
 ) -> bytes:
     """The response body; retried with backoff on 429, 5xx and connection errors until `deadline`
-    (time.monotonic()); any other HTTP error fails at once."""
+    (time.monotonic()); any other HTTP error fails at once. `denied_is_transient`: a refused read is
+    retried too, since a grant made just before (the push's own stepCreateIAM) takes a while to reach
+    the store (seconds on AWS, up to minutes on Google Cloud)."""
     opener = _DIRECT if direct else _DEFAULT
     delay = 0.5
     while True:
@@ -79,8 +82,10 @@ def request(
                 data: bytes = resp.read()
                 return data
         except urllib.error.HTTPError as err:
-            why = f"HTTP {err.code}{_error_code(err.read())}"
-            if err.code != 429 and err.code < 500:
+            code = _error_code(err.read())
+            why = f"HTTP {err.code}{code}"
+            denied = err.code == 403 or code.strip() == "AccessDeniedException"
+            if err.code != 429 and err.code < 500 and not (denied and denied_is_transient):
                 raise HttpError(why) from None
         except (urllib.error.URLError, OSError) as err:
             why = f"cannot connect ({getattr(err, 'reason', err)})"
@@ -172,7 +177,8 @@ class Aws:
         body = json.dumps(payload).encode()
         now = datetime.datetime.now(datetime.timezone.utc)  # noqa: UP017 (datetime.UTC is 3.11+)
         headers = sigv4_headers(self._creds, self.region, service, url, target, body, now)
-        doc: dict[str, Any] = json.loads(request("POST", url, headers, body, deadline=self.deadline).decode())
+        raw = request("POST", url, headers, body, deadline=self.deadline, denied_is_transient=True)
+        doc: dict[str, Any] = json.loads(raw.decode())
         return doc
 
     def read(self, ref: dict[str, Any]) -> bytes:
@@ -218,7 +224,8 @@ class Gcp:
                 raise FetchError(f"no access token from the metadata server: {err}") from None
         name = ref["name"] if ref["name"].startswith("projects/") else f"projects/{self.project}/secrets/{ref['name']}"
         url = f"{self.url}/v1/{name}/versions/{ref.get('version') or 'latest'}:access"
-        doc = json.loads(request("GET", url, {"Authorization": f"Bearer {self._token}"}, deadline=self.deadline))
+        auth = {"Authorization": f"Bearer {self._token}"}
+        doc = json.loads(request("GET", url, auth, deadline=self.deadline, denied_is_transient=True))
         payload = doc["payload"]
         data = base64.b64decode(payload.get("data", ""))
         if "dataCrc32c" in payload and int(payload["dataCrc32c"]) != crc32c(data):

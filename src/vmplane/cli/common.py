@@ -130,6 +130,20 @@ def domain_errors() -> Iterator[None]:
         sys.exit(err.exit_code)
 
 
+@contextmanager
+def at_fields(file: Path) -> Iterator[None]:
+    """What the cloud refuses before a job exists (an unreadable secret, ...), each problem at its field in
+    the file as FILE:LINE:COL when every problem names one; otherwise the refusal as it is."""
+    from vmplane.jobs.precheck import RefusedBeforeJobError, has_field, positioned
+
+    try:
+        yield
+    except RefusedBeforeJobError as err:
+        if err.problems and all(has_field(p) for p in err.problems):
+            raise positioned(file, err.problems) from None
+        raise
+
+
 def settings() -> Settings:
     from vmplane.settings import get_settings
 

@@ -16,6 +16,7 @@ from vmplane.cli.common import (
     OutputOpt,
     RefreshOpt,
     SandboxOpt,
+    at_fields,
     begin,
     load,
     print_json,
@@ -107,7 +108,8 @@ def plan(
     spec = load(file)
     # The cloud's read-only checks need the sandbox running, as `apply` does; it creates nothing.
     where = target(spec, sandbox, cmd.con)
-    ap = operations.plan_apply(cmd.settings, spec, where, say=say_on_stderr, refresh=refresh_flag(refresh))
+    with at_fields(file):
+        ap = operations.plan_apply(cmd.settings, spec, where, say=say_on_stderr, refresh=refresh_flag(refresh))
     if cmd.json:
         print_json(ap.to_json())
     else:

@@ -19,6 +19,7 @@ from vmplane.cli.common import (
     RefreshOpt,
     SandboxOpt,
     YesOpt,
+    at_fields,
     begin,
     confirm,
     ensure_sandbox,
@@ -59,7 +60,8 @@ def apply(
     con, settings = cmd.con, cmd.settings
     spec = load(file)
     where = target(spec, sandbox, con)
-    ap = operations.plan_apply(settings, spec, where, say=say_on_stderr, refresh=refresh_flag(refresh))
+    with at_fields(file):
+        ap = operations.plan_apply(settings, spec, where, say=say_on_stderr, refresh=refresh_flag(refresh))
     if ap.decision is Decision.repair:
         assert ap.job is not None and ap.repair is not None
         show_plan(con, ap.plan)

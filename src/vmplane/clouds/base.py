@@ -27,7 +27,7 @@ from vmplane.clouds.errors import (
     QuotaError,
     UnsupportedError,
 )
-from vmplane.clouds.secret_access import SecretAccess
+from vmplane.clouds.secret_access import SecretAccess, SecretProblemsError
 from vmplane.clouds.steps import DEFAULT_DEPENDS
 from vmplane.envspec.models import CertSource, Cloud, EnvSpec, ExecMode
 from vmplane.state import InfraConfig, VMRecord, VMState
@@ -231,6 +231,8 @@ class CloudDriver(abc.ABC):
         ctx = Context(job_id=job_id, spec=spec, infra=scratch, tagger=Tagger.for_spec(spec, job_id))
         try:
             self.preflight(ctx)
+        except SecretProblemsError as err:
+            return err.problems  # each unreadable secret is its own problem, placed at its field
         except (InvalidRequestError, ConflictError, NotFoundError, QuotaError) as err:
             return [str(err)]
         return []

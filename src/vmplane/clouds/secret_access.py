@@ -12,7 +12,17 @@ import abc
 from collections.abc import Mapping
 from typing import Any
 
+from vmplane.clouds.errors import InvalidRequestError
 from vmplane.envspec.secrets import SecretRef
+
+
+class SecretProblemsError(InvalidRequestError):
+    """Every referenced secret the VMs could not read, each `"<field>: <ref>: <why>"` (`problems`), so
+    that the precheck places each at its own field."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(problems), code="SecretNotReadable")
 
 
 class SecretAccess(abc.ABC):

@@ -92,6 +92,12 @@ def _path_keys(path: str) -> tuple[str | int, ...]:
     return tuple(int(index) if index else (word or quoted) for word, quoted, index in _PATH_PART.findall(path))
 
 
+def has_field(problem: str) -> bool:
+    """Whether `problem` starts with a field path (`pools.web.size: ...`)."""
+    path, sep, _ = problem.partition(": ")
+    return bool(sep) and " " not in path
+
+
 def issues_at(text: str, problems: list[str]) -> list[SpecIssue]:
     """Each problem placed at its field path's value in `text` (or the nearest parent; 1:1 if none)."""
     try:
@@ -101,7 +107,7 @@ def issues_at(text: str, problems: list[str]) -> list[SpecIssue]:
     issues = []
     for problem in problems:
         path, sep, message = problem.partition(": ")
-        if not sep or " " in path:
+        if not has_field(problem):
             path, message = "$", problem
         keys = _path_keys(path)
         line, col = next((values[keys[:n]] for n in range(len(keys), -1, -1) if keys[:n] in values), (1, 1))

@@ -13,8 +13,9 @@ from vmplane.envspec.impact import Change, Impact
 from vmplane.envspec.models import EnvSpec
 from vmplane.envspec.secrets import SecretStore, secret_refs
 from vmplane.jobs import service as jobs
+from vmplane.jobs.precheck import RefusedBeforeJobError
 from vmplane.jobs.service import JobView
-from vmplane.jobs.vmops import OperationError, OperationPlan
+from vmplane.jobs.vmops import OperationPlan
 from vmplane.pipeline.plan import Plan, PlanKind
 from vmplane.pipeline.runtime_push import Wanted, stale_vms, wanted
 
@@ -22,13 +23,13 @@ PUSH_STEPS = ["stepPushRuntime", "stepRegisterSpace"]
 
 
 def _wanted(job: JobView, spec: EnvSpec) -> Wanted:
-    """The wanted hash; an `env:` variable not set where vmplane runs is refused here (exit 2, the field
-    named), before anything is recorded: the push would fail on it."""
+    """The wanted hash. A secret that cannot be read (gone, disabled, an `env:` variable not set where
+    vmplane runs) is refused here, each at its field (exit 2), before anything is recorded: the push
+    would fail on it."""
     driver = driver_for(job.target)
-    want = wanted(driver, spec)
-    if want.env_refs and (unset := driver.secret_access().problems(want.env_refs)):
-        raise OperationError("; ".join(unset))
-    return want
+    if (refs := secret_refs(spec)) and (found := driver.secret_access().problems(refs)):
+        raise RefusedBeforeJobError(job.target.describe(), found)
+    return wanted(driver, spec)
 
 
 def version_changes(job: JobView, spec: EnvSpec, want: Wanted | None = None) -> list[Change]:

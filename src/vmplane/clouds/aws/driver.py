@@ -37,10 +37,8 @@ from vmplane.clouds.base import (
     Leftover,
     PlannedResource,
     SessionHint,
-    Tagger,
 )
 from vmplane.clouds.drift import Drift
-from vmplane.clouds.errors import ConflictError, InvalidRequestError, NotFoundError, QuotaError
 from vmplane.clouds.parallel import side_by_side
 from vmplane.clouds.secret_access import SecretAccess
 from vmplane.envspec.models import Cloud, EnvSpec
@@ -58,18 +56,6 @@ class AwsDriver(CloudDriver):
     def validate(self, spec: EnvSpec) -> list[str]:
         return static_problems(spec)  # the capability check, and the secrets policy's size
 
-    def precheck(self, spec: EnvSpec, job_id: str, infra: InfraConfig | None = None) -> list[str]:
-        # The base's, but each unreadable secret is its own problem, placed at its field.
-        scratch = infra.model_copy(deep=True) if infra is not None else InfraConfig()
-        ctx = Context(job_id=job_id, spec=spec, infra=scratch, tagger=Tagger.for_spec(spec, job_id))
-        try:
-            self.preflight(ctx)
-        except preflight.SecretProblemsError as err:
-            return err.problems
-        except (InvalidRequestError, ConflictError, NotFoundError, QuotaError) as err:
-            return [str(err)]
-        return []
-
     def preflight(self, ctx: Context) -> None:
         aws_ids(ctx.infra)  # the record's AWS part exists before the threads below write into it
         side_by_side(  # independent lookups (they write different fields of the record)
@@ -86,11 +72,6 @@ class AwsDriver(CloudDriver):
             # Needs only the spec and the hosted zone: requested beside the network, so its DNS
             # validation (minutes on AWS) runs while the network, the ALB and the VMs are built.
             certs.request(self.aws, ctx)
-
-    def grant_secrets(self, ctx: Context) -> None:
-        """The VM role reads exactly the spec's secrets (what stepCreateIAM does, alone): for a push of
-        references that no provisioning step ran for."""
-        iam.ensure_secret_grants(self.aws, ctx)
 
     def secret_access(self) -> SecretAccess:
         return AwsSecretAccess(self.aws)

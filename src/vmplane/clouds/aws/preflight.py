@@ -14,6 +14,7 @@ from vmplane.clouds.aws.session import AwsClients
 from vmplane.clouds.base import Context
 from vmplane.clouds.errors import InvalidRequestError, NotFoundError
 from vmplane.clouds.parallel import side_by_side
+from vmplane.clouds.secret_access import SecretProblemsError
 from vmplane.envspec.models import Arch, EnvSpec
 from vmplane.envspec.secrets import secret_refs
 
@@ -150,15 +151,6 @@ def _check_offered_in_zones(ctx: Context, offered: dict[str, set[str]], zones: l
                 f"pools.{pool_name}.instanceType: {pool.instance_type} is not offered in {', '.join(missing)}, "
                 f"a zone the network uses (offered in {', '.join(sorted(offered[pool.instance_type]))})"
             )
-
-
-class SecretProblemsError(InvalidRequestError):
-    """Every referenced secret the VMs could not read, each `"<field>: <ref>: <why>"` (`problems`), so
-    that the precheck places each at its field."""
-
-    def __init__(self, problems: list[str]) -> None:
-        self.problems = problems
-        super().__init__("; ".join(problems), code="SecretNotReadable")
 
 
 def check_secrets(aws: AwsClients, spec: EnvSpec) -> None:

@@ -12,10 +12,9 @@ from vmplane.clouds.base import (
     Leftover,
     PlannedResource,
     SessionHint,
-    Tagger,
 )
 from vmplane.clouds.drift import Drift
-from vmplane.clouds.errors import CloudError, ConflictError, InvalidRequestError, NotFoundError, QuotaError
+from vmplane.clouds.errors import CloudError, InvalidRequestError
 from vmplane.clouds.gcp import (
     compute,
     firewall,
@@ -70,18 +69,6 @@ class GcpDriver(CloudDriver):
 
     def preflight(self, ctx: Context) -> None:
         preflight.preflight(self.gcp, ctx)
-
-    def precheck(self, spec: EnvSpec, job_id: str, infra: InfraConfig | None = None) -> list[str]:
-        # The base's, but each unreadable secret is its own problem, placed at its field.
-        scratch = infra.model_copy(deep=True) if infra is not None else InfraConfig()
-        ctx = Context(job_id=job_id, spec=spec, infra=scratch, tagger=Tagger.for_spec(spec, job_id))
-        try:
-            self.preflight(ctx)
-        except preflight.SecretProblemsError as err:
-            return err.problems
-        except (InvalidRequestError, ConflictError, NotFoundError, QuotaError) as err:
-            return [str(err)]
-        return []
 
     def ensure_network(self, ctx: Context) -> None:
         network.ensure_network(self.gcp, ctx)

@@ -15,6 +15,7 @@ from vmplane.clouds.gcp.images import lookup_image
 from vmplane.clouds.gcp.network import pick_zones
 from vmplane.clouds.gcp.secrets import GcpSecretAccess
 from vmplane.clouds.gcp.session import CALL_TIMEOUT, GcpClients
+from vmplane.clouds.secret_access import SecretProblemsError
 from vmplane.envspec.models import EnvSpec
 from vmplane.envspec.secrets import secret_refs
 
@@ -72,14 +73,6 @@ def check_disk_size(pool_name: str, disk_gb: int, image: str, image_gb: int) -> 
             f"pools.{pool_name}.diskGb: {disk_gb} GB is smaller than the image {image} ({image_gb} GB); "
             f"set diskGb to {image_gb} or more"
         )
-
-
-class SecretProblemsError(InvalidRequestError):
-    """Every referenced secret the VMs could not read, each `"<field>: <ref>: <why>"` (`problems`)."""
-
-    def __init__(self, problems: list[str]) -> None:
-        self.problems = problems
-        super().__init__("; ".join(problems), code="SecretNotReadable")
 
 
 def check_secrets(gcp: GcpClients, spec: EnvSpec) -> None:

@@ -9,6 +9,7 @@ the values itself, with this role.
 
 from __future__ import annotations
 
+from vmplane.clouds.aws.secret_policy import POLICY_NAME  # the direct pipeline's name for the same policy
 from vmplane.envspec.models import EnvSpec
 from vmplane.envspec.secrets import SecretStore, secret_refs
 from vmplane.tf.aws.common import E
@@ -16,7 +17,6 @@ from vmplane.tf.aws.schedules import scheduled_modes
 from vmplane.tf.hcl import Block, Comment, Item
 from vmplane.tf.inputs import SECRET_REFS
 
-POLICY_NAME = "vmplane-secrets"  # the direct pipeline's name for the same policy (clouds/aws/secret_policy.py)
 ACCOUNT = "data.aws_caller_identity.current.account_id"
 PARTITION = "data.aws_partition.current.partition"
 REGION = "local.identity.provider.region"
