@@ -106,7 +106,7 @@ def issues_at(text: str, problems: list[str]) -> list[SpecIssue]:
         values = {}
     issues = []
     for problem in problems:
-        path, sep, message = problem.partition(": ")
+        path, _, message = problem.partition(": ")
         if not has_field(problem):
             path, message = "$", problem
         keys = _path_keys(path)
