@@ -58,7 +58,7 @@ def test_plan_refuses_a_missing_secret_and_a_clear_parameter_at_their_fields(
         err = proc.stderr
         assert f"runtime.env.API_TOKEN: aws-sm:itest/{tag}/missing: no such secret in Secrets Manager ({REGION})" in err
         assert f'runtime.files["/etc/app/conf"]: aws-ssm:/itest/{tag}/plain: the parameter is a String' in err
-        assert "store secrets as SecureString" in err and "nothing was created" in err
+        assert "store secrets as SecureString" in err and "nothing was recorded or created" in err
         assert "DB_PASSWORD" not in err  # the one that exists is no problem
         # One problem per field, each at its own line of the file (FILE:LINE:COL: field: why).
         text = env_file.read_text().splitlines()

@@ -39,7 +39,13 @@ def test_default_file_is_used_when_present(sandbox: Sandbox, tmp_path: Path) -> 
     shutil.copy(EXAMPLES / "fixed.jsonc", stack / "vmplane.env.jsonc")
     proc = run_in(c, stack, "validate", "-o", "json")
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout) == {"file": "vmplane.env.jsonc", "valid": True, "name": "demo-fixed", "org": "acme"}
+    assert json.loads(proc.stdout) == {
+        "file": "vmplane.env.jsonc",
+        "valid": True,
+        "name": "demo-fixed",
+        "org": "acme",
+        "warnings": [],  # the shipped example keeps no secret-like value in plain text
+    }
     assert "Plan: 18 to add" in run_in(c, stack, "plan", "--sandbox").stdout
     # A real stack first pins what the shipped manifests leave open: from the fake upstreams.
     with deps_servers.serve("amd64") as upstream:

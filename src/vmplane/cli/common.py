@@ -122,9 +122,7 @@ def domain_errors() -> Iterator[None]:
         from vmplane.envspec.load import SpecError
 
         if isinstance(err, SpecError):
-            sys.stderr.write(err.format() + "\n")
-            n = len(err.issues)
-            sys.stderr.write(f"{n} error{'s' if n != 1 else ''} in {err.file}; nothing was created.\n")
+            sys.stderr.write(err.format() + "\n" + err.summary() + "\n")
             sys.exit(err.exit_code)
         print_error(str(err))
         sys.exit(err.exit_code)
@@ -134,13 +132,13 @@ def domain_errors() -> Iterator[None]:
 def at_fields(file: Path) -> Iterator[None]:
     """What the cloud refuses before a job exists (an unreadable secret, ...), each problem at its field in
     the file as FILE:LINE:COL when every problem names one; otherwise the refusal as it is."""
-    from vmplane.jobs.precheck import RefusedBeforeJobError, has_field, positioned
+    from vmplane.jobs.precheck import RefusedAtFieldsError, RefusedBeforeJobError, has_field, positioned
 
     try:
         yield
     except RefusedBeforeJobError as err:
         if err.problems and all(has_field(p) for p in err.problems):
-            raise positioned(file, err.problems) from None
+            raise RefusedAtFieldsError(positioned(file, err.problems), err.where) from None
         raise
 
 

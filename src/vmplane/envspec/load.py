@@ -65,6 +65,10 @@ class SpecError(UsageError):
     def format(self) -> str:
         return "\n".join(f"{self.file}:{i.line}:{i.col}: {i.path}: {i.message}" for i in self.issues)
 
+    def summary(self) -> str:
+        n = len(self.issues)
+        return f"{n} error{'s' if n != 1 else ''} in {self.file}; nothing was created."
+
 
 def load_spec(path: str | Path) -> EnvSpec:
     """Read and validate a JSONC spec file; raises SpecError (never OSError) on any problem."""

@@ -37,10 +37,21 @@ class RefusedBeforeJobError(UsageError):
     """What the job's stepValidate would refuse, found before the job exists (exit 2, HTTP 422)."""
 
     def __init__(self, where: str, problems: list[str]) -> None:
-        self.problems = problems
+        self.where, self.problems = where, problems
         super().__init__(
             f"stepValidate would refuse this file on {where}; nothing was recorded or created: " + "; ".join(problems)
         )
+
+
+class RefusedAtFieldsError(SpecError):
+    """A RefusedBeforeJobError whose every problem names a field: each at its place in the file."""
+
+    def __init__(self, placed: SpecError, where: str) -> None:
+        self.where = where
+        super().__init__(placed.file, placed.issues)
+
+    def summary(self) -> str:
+        return f"stepValidate would refuse this file on {self.where}; nothing was recorded or created."
 
 
 def problems(driver: CloudDriver, spec: EnvSpec, target: Target, ap: ApplyPlan) -> list[str]:
