@@ -36,6 +36,11 @@ class SecretAccess(abc.ABC):
         """Each reference's (by its text) current version id, from metadata only; None where the store
         has no version vmplane can see (`env:`)."""
 
+    def refuse_unreadable(self, refs: Mapping[str, SecretRef]) -> None:
+        """SecretProblemsError listing every problem, each at its field (what preflight raises)."""
+        if refs and (found := self.problems(refs)):
+            raise SecretProblemsError(found)
+
     @abc.abstractmethod
     def guest_source(self) -> dict[str, Any]:
         """What the VM-side fetcher needs to reach the store from the VM (cloud, region or project, the

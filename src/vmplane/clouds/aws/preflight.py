@@ -160,9 +160,6 @@ def check_secrets(aws: AwsClients, spec: EnvSpec) -> None:
     if not refs:
         return
     access = AwsSecretAccess(aws, memo=True)  # the grants below reuse the problems' lookups
-    found = access.problems(refs)
-    if not found:
-        too_big = size_problem(access.grants(refs, ANY_ACCOUNT), spec.provider.region)
-        found = [too_big] if too_big else []
-    if found:
-        raise SecretProblemsError(found)
+    access.refuse_unreadable(refs)
+    if too_big := size_problem(access.grants(refs, ANY_ACCOUNT), spec.provider.region):
+        raise SecretProblemsError([too_big])

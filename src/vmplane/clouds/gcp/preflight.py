@@ -15,8 +15,6 @@ from vmplane.clouds.gcp.images import lookup_image
 from vmplane.clouds.gcp.network import pick_zones
 from vmplane.clouds.gcp.secrets import GcpSecretAccess
 from vmplane.clouds.gcp.session import CALL_TIMEOUT, GcpClients
-from vmplane.clouds.secret_access import SecretProblemsError
-from vmplane.envspec.models import EnvSpec
 from vmplane.envspec.secrets import secret_refs
 
 
@@ -35,7 +33,8 @@ def preflight(gcp: GcpClients, ctx: Context) -> None:
     except NotFoundError as e:
         raise InvalidRequestError(f"provider.region: {region} is not a region of {gcp.project}") from e
     ids.Project, infra.Region, infra.ExecMode = gcp.project, region, spec.exec_mode.value
-    check_secrets(gcp, spec)
+    # After the project answered: a wrong project is that one problem, not one per secret.
+    GcpSecretAccess(gcp).refuse_unreadable(secret_refs(spec))
     infra.Zones = pick_zones(gcp, region, spec.network.zones)
 
     images: dict[str, str] = {}
@@ -73,10 +72,3 @@ def check_disk_size(pool_name: str, disk_gb: int, image: str, image_gb: int) -> 
             f"pools.{pool_name}.diskGb: {disk_gb} GB is smaller than the image {image} ({image_gb} GB); "
             f"set diskGb to {image_gb} or more"
         )
-
-
-def check_secrets(gcp: GcpClients, spec: EnvSpec) -> None:
-    """After the project answers (a wrong project is that problem, not one per secret)."""
-    found = GcpSecretAccess(gcp).problems(secret_refs(spec))
-    if found:
-        raise SecretProblemsError(found)

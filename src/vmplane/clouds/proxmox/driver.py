@@ -17,7 +17,6 @@ from vmplane.clouds.base import (
     SessionHint,
 )
 from vmplane.clouds.drift import Drift
-from vmplane.clouds.errors import InvalidRequestError
 from vmplane.clouds.proxmox import agent_exec as pve_exec
 from vmplane.clouds.proxmox import (
     compute,
@@ -59,13 +58,8 @@ class ProxmoxDriver(CloudDriver):
 
     def preflight(self, ctx: Context) -> None:
         # First, and without the cluster: an `env:` variable unset here would fail the push at the end.
-        if problems := self.secret_access().problems(secret_refs(ctx.spec)):
-            raise InvalidRequestError("; ".join(problems))
+        self.secret_access().refuse_unreadable(secret_refs(ctx.spec))
         preflight.preflight(self.pve, ctx)
-
-    def precheck(self, spec: EnvSpec, job_id: str, infra: InfraConfig | None = None) -> list[str]:
-        # Every unset variable at once (preflight stops at its first refusal).
-        return self.secret_access().problems(secret_refs(spec)) or super().precheck(spec, job_id, infra)
 
     def secret_access(self) -> SecretAccess:
         return EnvSecretAccess()
