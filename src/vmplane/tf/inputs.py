@@ -15,8 +15,7 @@ from typing import Any, Literal
 from vmplane.bootstrap.cloudinit import render_user_data
 from vmplane.envspec.impact import USER_KEYED, Impact, classify
 from vmplane.envspec.models import EnvSpec
-from vmplane.envspec.percloud import SECRET_STORES
-from vmplane.envspec.secrets import plain_secret_warnings
+from vmplane.envspec.percloud import secret_warnings
 from vmplane.tf import vmconfig_files
 from vmplane.tf.hcl import Block, Comment, Expr, Heredoc, Item
 
@@ -134,8 +133,7 @@ def input_files(spec: EnvSpec, spec_doc: dict[str, Any], notes: InputNotes = AWS
 def plain_secret_comments(spec: EnvSpec) -> list[Item]:
     """A comment over the runtime inputs for each plain value named like a secret (`validate` warns of the
     same): such a value is in these files and in Terraform's state, where a reference would not be."""
-    stores = SECRET_STORES[spec.provider.cloud]
-    warnings = plain_secret_warnings(spec, stores[0] if stores else None)
+    warnings = secret_warnings(spec)
     if not warnings:
         return []
     return [
