@@ -236,6 +236,17 @@ def write_env(tmp_path: Path, name: str, org: str = "acme", example: str = "fixe
     return path
 
 
+def module_env_name(tmp: Path, base: str) -> str:
+    """`base` for a module fixture's first set-up on this worker, `base-N` for its N-th one: under
+    `--dist worksteal` a worker can run a module's tests apart and set its module fixtures up again, while
+    the first set-up's environment still stands in the worker's sandbox (applying it again under the same
+    name from a new home is refused: the names belong to another job). `tmp` is the fixture's
+    `tmp_path_factory.mktemp(...)`, numbered from 0 by pytest."""
+    digits = len(tmp.name) - len(tmp.name.rstrip("0123456789"))
+    n = tmp.name[-digits:] if digits else "0"
+    return base if n == "0" else f"{base}-{n}"
+
+
 def terraform_env(tmp_path: Path) -> tuple[dict[str, str] | None, str]:
     """An environment in which `terraform init` works offline through the provider mirror, or (None, why).
 

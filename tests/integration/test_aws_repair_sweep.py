@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.helpers import Cli, Sandbox, write_env
+from tests.helpers import Cli, Sandbox, module_env_name, write_env
 from tests.integration.test_crash_resume import kill_after
 
 pytestmark = [pytest.mark.sandbox, pytest.mark.slow]
@@ -185,7 +185,7 @@ def reference(sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory) -> dic
     for scenario in SCENARIOS:
         tmp = tmp_path_factory.mktemp(f"repair-ref-{scenario}")
         cli = Cli(home=tmp / "home", sandbox_port=sandbox.port)
-        env = f"rs-ref-{scenario}"
+        env = module_env_name(tmp, f"rs-ref-{scenario}")
         env_file, job_id = drifted(cli, sandbox, tmp, env, scenario)
         repaired = cli.json("apply", "-f", str(env_file), "--sandbox", "--yes")
         assert repaired["config"]["operation"]["kind"] == "repair", repaired["config"]["operation"]

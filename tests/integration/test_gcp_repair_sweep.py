@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.helpers import Cli, Sandbox, write_env
+from tests.helpers import Cli, Sandbox, module_env_name, write_env
 from tests.integration.gcp_drift_cases import break_fixed
 from tests.integration.gcp_inventory import Gcp
 from tests.integration.test_crash_resume import kill_after
@@ -54,7 +54,7 @@ class Env:
 def env(sandbox: Sandbox, tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Env:
     tmp = tmp_path_factory.mktemp("grepair")
     cli = Cli(home=tmp / "home", sandbox_port=sandbox.port, gcp_port=sandbox.gcp_port)
-    env_file = write_env(tmp, f"grs-{worker_id}", example="gcp-fixed.jsonc")
+    env_file = write_env(tmp, module_env_name(tmp, f"grs-{worker_id}"), example="gcp-fixed.jsonc")
     env = Env(cli, env_file, load_spec(env_file), "")
     applied = env.apply()
     assert applied["status"] == "succeeded", applied["error"]

@@ -149,6 +149,21 @@ def test_a_new_instance_profile_is_refused_through_its_launch_template() -> None
     assert call(app, "autoscaling", asg)[0].startswith("200")
 
 
+def test_first_uses_are_refused_however_late_they_come() -> None:
+    """The CI profile's `firstUses`: with `seconds` alone, a machine slow enough to reach RunInstances after
+    the delay never met the fault (the lifecycle test then failed on a tally of 0)."""
+    clock = Clock()
+    injector = Injector(Profile(seed=1, iamPropagation={"seconds": 5, "firstUses": 1}), clock=clock)
+    app = AwsFaults(moto_stub(b"<ok/>"), injector)
+    call(app, "iam", {"Action": "CreateInstanceProfile", "InstanceProfileName": "p"})
+    clock.now += 60
+    run = {"Action": "RunInstances", "IamInstanceProfile.Name": "p"}
+    status, body = call(app, "ec2", run)
+    assert status.startswith("400") and b"<Code>InvalidParameterValue</Code>" in body
+    assert call(app, "ec2", run)[0].startswith("200")
+    assert injector.tally["aws.iamPropagation"] == 1
+
+
 def test_capacity_names_the_zone_of_the_subnet() -> None:
     """Old sandbox: RunInstances always had capacity."""
     injector = Injector(Profile(seed=1, capacity={"rate": 1.0}))

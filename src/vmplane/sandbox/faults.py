@@ -5,7 +5,8 @@ A profile (JSON with comments) names a `seed` and up to four faults:
 - `visibility`: a resource created within the last `seconds` is invisible to requests that name it
   (AWS: `Invalid<Kind>ID.NotFound`; GCP: 404 on a get of it), for the `kinds` listed;
 - `iamPropagation`: an instance profile (AWS) created within the last `seconds` is refused by
-  RunInstances / CreateLaunchTemplate / CreateAutoScalingGroup as AWS refuses it;
+  RunInstances / CreateLaunchTemplate / CreateAutoScalingGroup as AWS refuses it, and so are its first
+  `firstUses` uses however late they come (a loaded machine can take longer than `seconds` to get there);
 - `throttle`: with probability `rate` a request starts a burst of `burst` throttled requests;
 - `capacity`: with probability `rate` an instance launch fails for want of capacity in its zone.
 
@@ -69,6 +70,7 @@ class Visibility(_Rule):
 
 class IamPropagation(_Rule):
     seconds: float = Field(ge=0, le=600)
+    first_uses: int = Field(default=0, ge=0, le=5, alias="firstUses")
 
 
 class Throttle(_Rule):
@@ -128,6 +130,7 @@ class Injector:
         self._burst: dict[Cloud, int] = {"aws": 0, "gcp": 0}
         self._born: dict[str, tuple[str, float]] = {}  # resource id/name -> (kind, created at)
         self._profiles: dict[str, float] = {}  # instance profile name -> created at
+        self._refusals_left: dict[str, int] = {}  # instance profile name -> first uses still to refuse
         self.tally: Counter[str] = Counter()  # "<cloud>.<fault>" -> count
         self.events: list[dict[str, Any]] = []  # the latest injected faults, for the control endpoint
 
@@ -180,6 +183,7 @@ class Injector:
         if self.profile.iam_propagation is not None:
             with self._lock:
                 self._profiles[name] = self._clock()
+                self._refusals_left[name] = self.profile.iam_propagation.first_uses
 
     def profile_unseen(self, name: str) -> bool:
         rule = self.profile.iam_propagation
@@ -187,7 +191,12 @@ class Injector:
             return False
         with self._lock:
             born = self._profiles.get(name)
-            return born is not None and self._clock() - born < rule.seconds
+            if born is None:
+                return False
+            if self._refusals_left.get(name, 0) > 0:
+                self._refusals_left[name] -= 1
+                return True
+            return self._clock() - born < rule.seconds
 
     def record(self, cloud: Cloud, fault: str, operation: str, code: str, detail: str = "") -> None:
         with self._lock:
