@@ -3,9 +3,13 @@ shows these, so what `vmplane plan` lists is what `apply` makes."""
 
 from __future__ import annotations
 
-import hashlib
-
+from vmplane.clouds.naming import digest, fit
 from vmplane.envspec.models import EnvSpec
+
+# EC2 tag values are at most 256 characters; an instance's name also heads its volume's and interface's
+# Name tags (`<name>-root`, `<name>-eni`), so it leaves room for those suffixes.
+NAME_TAG_LIMIT = 256
+INSTANCE_NAME_LIMIT = NAME_TAG_LIMIT - len("-root")
 
 
 def partition(region: str) -> str:
@@ -69,7 +73,9 @@ def asg_name(spec: EnvSpec, pool: str) -> str:
 
 
 def instance_name(spec: EnvSpec, pool: str, index: int) -> str:
-    return f"{spec.name}-{pool}-{index}"
+    """A Fixed pool's VM: its Name tag (and record name). Its launch token is fitted to RunInstances'
+    64 characters on its own (tokens.py); a spec's names are far shorter than the tag's limit."""
+    return fit(f"{spec.name}-{pool}-{index}", INSTANCE_NAME_LIMIT)
 
 
 def asg_instance_name(spec: EnvSpec, pool: str) -> str:
@@ -79,20 +85,11 @@ def asg_instance_name(spec: EnvSpec, pool: str) -> str:
 
 def lb_base_name(spec: EnvSpec) -> str:
     """ALB and target group names: at most 32 chars, unique per org/env, stable across jobs."""
-    digest = hashlib.sha1(f"{spec.org}/{spec.name}".encode()).hexdigest()[:8]
-    return f"{spec.name[:19].rstrip('-')}-{digest}"
+    return f"{spec.name[:19].rstrip('-')}-{digest(f'{spec.org}/{spec.name}')}"
 
 
 def target_group_name(spec: EnvSpec) -> str:
     return f"{lb_base_name(spec)}-tg"
-
-
-def _fit(name: str, limit: int) -> str:
-    """`name` if it fits `limit`, else its head and a digest of the whole (distinct names stay distinct)."""
-    if len(name) <= limit:
-        return name
-    digest = hashlib.sha1(name.encode()).hexdigest()[:8]
-    return f"{name[: limit - 9].rstrip('-')}-{digest}"
 
 
 def scheduled_action_name(spec: EnvSpec, pool: str, kind: str) -> str:
@@ -103,14 +100,14 @@ def scheduled_action_name(spec: EnvSpec, pool: str, kind: str) -> str:
 
 def schedule_group_name(spec: EnvSpec) -> str:
     """The environment's EventBridge Scheduler group (names are per account and region, at most 64)."""
-    return _fit(account_unique(spec, "schedules"), 64)
+    return fit(account_unique(spec, "schedules"), 64)
 
 
 def schedule_name(spec: EnvSpec, pool: str, kind: str) -> str:
     """A Fixed pool's EventBridge schedule (`kind` start|stop), inside the environment's group."""
-    return _fit(f"{spec.name}-{pool}-{kind}", 64)
+    return fit(f"{spec.name}-{pool}-{kind}", 64)
 
 
 def scheduler_role_name(spec: EnvSpec) -> str:
     """The role EventBridge Scheduler assumes to start and stop the Fixed pools' instances."""
-    return _fit(account_unique(spec, "scheduler"), 64)
+    return fit(account_unique(spec, "scheduler"), 64)

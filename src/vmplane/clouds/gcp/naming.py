@@ -8,9 +8,9 @@ tag set in `description` is how vmplane knows a resource is its own. Names follo
 
 from __future__ import annotations
 
-import hashlib
 import re
 
+from vmplane.clouds.naming import digest, fit
 from vmplane.envspec.models import EnvSpec
 
 MAX_NAME = 63
@@ -18,12 +18,7 @@ NAME_RE = re.compile(r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?")
 
 
 def _name(*parts: str) -> str:
-    name = "-".join(p for p in parts if p)
-    if len(name) <= MAX_NAME:
-        return name
-    # Too long: keep a readable head and a digest of the whole, so two long names never collide.
-    digest = hashlib.sha1(name.encode()).hexdigest()[:8]
-    return f"{name[: MAX_NAME - 9].rstrip('-')}-{digest}"
+    return fit("-".join(p for p in parts if p), MAX_NAME)
 
 
 def valid(name: str) -> bool:
@@ -63,9 +58,8 @@ def firewall(spec: EnvSpec, purpose: str) -> str:
 
 def service_account_id(spec: EnvSpec) -> str:
     """IAM account ids are 6-30 characters, unique per project: env head + a digest of org/env."""
-    digest = hashlib.sha1(f"{spec.org}/{spec.name}".encode()).hexdigest()[:6]
     head = spec.name[:18].rstrip("-")
-    return f"vmp-{head}-{digest}"
+    return f"vmp-{head}-{digest(f'{spec.org}/{spec.name}', 6)}"
 
 
 def service_account_email(spec: EnvSpec, project: str) -> str:
@@ -132,8 +126,7 @@ def redirect_url_map(spec: EnvSpec) -> str:
 
 def certificate(spec: EnvSpec, domain: str) -> str:
     """A managed certificate covers fixed domains and cannot change: a new domain is a new certificate."""
-    digest = hashlib.sha1(domain.encode()).hexdigest()[:8]
-    return _name(spec.name, "cert", digest)
+    return _name(spec.name, "cert", digest(domain))
 
 
 def https_proxy(spec: EnvSpec) -> str:

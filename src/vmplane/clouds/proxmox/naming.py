@@ -9,8 +9,7 @@ made; the tag set (tags + description) says whose it is.
 
 from __future__ import annotations
 
-import hashlib
-
+from vmplane.clouds.naming import digest, fit
 from vmplane.clouds.tags import proxmox_tags
 from vmplane.envspec.models import EnvSpec
 
@@ -18,32 +17,25 @@ MAX_VM_NAME = 63
 DESCRIPTION_HEADER = "Managed by vmplane. Tags:"
 
 
-def _digest(job_id: str, n: int) -> str:
-    return hashlib.sha1(job_id.encode()).hexdigest()[:n]
-
-
 def pool_id(spec: EnvSpec, job_id: str) -> str:
     """One PVE pool per environment: `vmplane-<env>-<6 hex of the job>`."""
-    return f"vmplane-{spec.name}-{_digest(job_id, 6)}"[:64]
+    return f"vmplane-{spec.name}-{digest(job_id, 6)}"[:64]
 
 
 def zone_id(job_id: str) -> str:
-    return f"vz{_digest(job_id, 6)}"
+    return f"vz{digest(job_id, 6)}"
 
 
 def vnet_id(job_id: str) -> str:
-    return f"vn{_digest(job_id, 6)}"
+    return f"vn{digest(job_id, 6)}"
 
 
 def security_group(job_id: str) -> str:
-    return f"vmplane-{_digest(job_id, 8)}"
+    return f"vmplane-{digest(job_id, 8)}"
 
 
 def vm_name(spec: EnvSpec, pool: str, index: int) -> str:
-    name = f"{spec.name}-{pool}-{index}"
-    if len(name) <= MAX_VM_NAME:
-        return name
-    return f"{name[: MAX_VM_NAME - 9].rstrip('-')}-{hashlib.sha1(name.encode()).hexdigest()[:8]}"
+    return fit(f"{spec.name}-{pool}-{index}", MAX_VM_NAME)
 
 
 def iso_name(vmid: int) -> str:
