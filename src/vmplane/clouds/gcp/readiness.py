@@ -7,17 +7,18 @@ Google allows about 10 guest-attribute queries per minute per VM, so the poll ba
 
 from __future__ import annotations
 
-from vmplane.clouds.base import Context, bootstrap_timed_out
-from vmplane.clouds.errors import DeadlineExceededError, NotFoundError
+from vmplane.clouds.base import Context
+from vmplane.clouds.errors import NotFoundError
 from vmplane.clouds.gcp.session import CALL_TIMEOUT, GcpClients
-from vmplane.clouds.waits import poll
-from vmplane.state import VMRecord, VMState
+from vmplane.clouds.sentinel import Pace, Seen, wait_sentinels
+from vmplane.state import VMRecord
 
 NAMESPACE = "vmplane"
 BOOTSTRAP_KEY = "bootstrap"
 SIMULATED_KEY = "simulated"
 FAILED_KEY = "bootstrap-failed"  # what the guest's bootstrap logged when it wrote no sentinel
-POLL_FIRST, POLL_FACTOR, POLL_CAP = 2.0, 1.5, 15.0
+# late=None: Google allows 10 guest-attribute queries a minute per VM, so the backoff alone paces them.
+PACE = Pace(first=2.0, factor=1.5, cap=15.0, late=None)
 SIMULATED_NOTE = "sandbox: the sentinel was written by the sandbox's simulated guest; no VM booted"
 
 
@@ -41,38 +42,24 @@ def guest_attributes(gcp: GcpClients, zone: str, instance: str, query_path: str)
     return {f"{i.namespace}/{i.key}": i.value for i in items}
 
 
+def read_sentinel(gcp: GcpClients, vm: VMRecord) -> Seen:
+    """One query of the VM's `vmplane/` guest attributes: ready, or what a failed bootstrap reported."""
+    attrs = guest_attributes(gcp, str(vm.AZ), str(vm.ID), f"{NAMESPACE}/")
+    if attrs.get(f"{NAMESPACE}/{BOOTSTRAP_KEY}") == "ready":
+        return Seen(ready=True, simulated=attrs.get(f"{NAMESPACE}/{SIMULATED_KEY}") == "true")
+    return Seen(failed=attrs.get(f"{NAMESPACE}/{FAILED_KEY}", "")[-1000:])
+
+
 def wait_bootstrapped(gcp: GcpClients, ctx: Context, recs: list[VMRecord] | None = None) -> None:
     """Every VM in `bootstrap` becomes `ready` once its guest reports the sentinel; at the pool's
     `bootstrap.timeoutSeconds` the late ones become `failed` and the step fails, naming them."""
-    vms = ctx.infra.VMs if recs is None else recs
-    timeout = ctx.spec.bootstrap.timeout_seconds
-    simulated: list[str] = []
-    reasons: dict[str, str] = {}
-
-    def all_ready() -> bool | None:
-        for vm in [v for v in vms if v.ID and v.AZ and v.State is VMState.bootstrap]:
-            attrs = guest_attributes(gcp, str(vm.AZ), str(vm.ID), f"{NAMESPACE}/")
-            if attrs.get(f"{NAMESPACE}/{BOOTSTRAP_KEY}") == "ready":
-                vm.State = VMState.ready
-                if attrs.get(f"{NAMESPACE}/{SIMULATED_KEY}") == "true":
-                    simulated.append(vm.Name)
-            elif why := attrs.get(f"{NAMESPACE}/{FAILED_KEY}"):
-                reasons[vm.Name] = why[-1000:]
-        ctx.save()
-        return None if any(v.State is VMState.bootstrap for v in vms) else True
-
-    try:
-        poll(
-            all_ready,
-            what="the bootstrap sentinel",
-            timeout=timeout,
-            first=POLL_FIRST,
-            factor=POLL_FACTOR,
-            cap=POLL_CAP,
-            late=None,  # Google allows 10 guest-attribute queries a minute per VM: the backoff alone
-        )
-    except DeadlineExceededError as err:
-        raise bootstrap_timed_out(ctx, vms, timeout, reasons) from err
-    if simulated:
-        ctx.log(f"{SIMULATED_NOTE} ({', '.join(simulated)})")
-    ctx.log(f"{sum(v.State is VMState.ready for v in vms)} VMs ready (sentinel seen in guest attributes)")
+    wait_sentinels(
+        ctx,
+        ctx.infra.VMs if recs is None else recs,
+        lambda vm: read_sentinel(gcp, vm),
+        timeout=ctx.spec.bootstrap.timeout_seconds,
+        pace=PACE,
+        read_through="sentinel seen in guest attributes",
+        emulator=gcp.target.sandbox,  # only the sandbox's guest marks its sentinel simulated
+        simulated_note=SIMULATED_NOTE,
+    )
