@@ -62,8 +62,8 @@ class AwsTarget:
     region: str
     profile: str | None = None
     # Set only for the sandbox. A real target's endpoint is botocore's own choice, which honours
-    # AWS_ENDPOINT_URL (and AWS_ENDPOINT_URL_<SERVICE>): the SDK's documented override, which the tests
-    # use to aim a real target (the default credential chain) at a dead port or a local stub.
+    # AWS_ENDPOINT_URL (and AWS_ENDPOINT_URL_<SERVICE>): the SDK's documented override, which aims a real
+    # target (the default credential chain) at another endpoint (a proxy, a local stub).
     endpoint_url: str | None = None
 
     @property

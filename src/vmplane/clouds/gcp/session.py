@@ -27,10 +27,10 @@ T = TypeVar("T")
 CALL_TIMEOUT = 60.0  # seconds per HTTP request
 _THROTTLING = frozenset({"429", "rateLimitExceeded", "userRateLimitExceeded", "RESOURCE_EXHAUSTED"})
 ADC_ENV = "GOOGLE_APPLICATION_CREDENTIALS"
-# A test hook, not a feature: aims a real target (Application Default Credentials, not the sandbox's
-# anonymous ones) at another API endpoint, so the tests can show what a dead port, an unresolvable host or
-# refused credentials look like. Google's clients have no such variable (the universe domain only renames
-# googleapis.com, and must match the credentials').
+# Aims a real target (Application Default Credentials, not the sandbox's anonymous ones) at another API
+# endpoint, as AWS_ENDPOINT_URL does for AWS: how a dead port, an unresolvable host or refused credentials
+# look can be seen without Google. Google's clients have no such variable (the universe domain only
+# renames googleapis.com, and must match the credentials').
 ENDPOINT_HOOK_ENV = "VMPLANE_GCP_TEST_ENDPOINT"
 
 
@@ -66,7 +66,7 @@ class GcpClients:
         self._discovery: dict[str, Any] = {}
         self._credentials: Any = None
         self._source = ""  # where the credentials came from, for an error that says Google refused them
-        # The sandbox's endpoint, or (tests only) the hook's; None: Google's own per API.
+        # The sandbox's endpoint, or the override's; None: Google's own per API.
         self.endpoint_url = target.endpoint_url or os.environ.get(ENDPOINT_HOOK_ENV) or None
         self.transport = Transport(
             "gcp",

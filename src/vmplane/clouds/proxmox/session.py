@@ -100,7 +100,7 @@ def token_from_env(env: dict[str, str] | None = None) -> Token:
 
 def call_name(method: str, path: str) -> str:
     """`POST`, `nodes/pve1/qemu/101/clone` -> `POST /nodes/{node}/qemu/{vmid}/clone`: one name per API
-    method, for the per-step tally, metrics and the crash tests' hook."""
+    method, for the per-step tally, metrics and the fault hook."""
     parts = [p for p in path.strip("/").split("/") if p]
     out: list[str] = []
     for i, part in enumerate(parts):
