@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 from tests.proxmox.fakecluster import Serving
 from tests.proxmox.netkit import NODES, cluster, pve
+from tests.unit.test_transport import arm
 
-from vmplane.clouds import faults
+from vmplane.clouds.faults import FAULT_PAUSE_ENV
 from vmplane.clouds.proxmox.session import Pve, PveTarget
 
 __all__ = ["cluster", "pve"]  # fixtures
@@ -40,12 +41,7 @@ class _Api:
 
 @pytest.fixture
 def armed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The hook's variable set for POST /pools; each pause it would make recorded instead of slept."""
-    monkeypatch.setenv(faults.FAULT_PAUSE_ENV, "POST /pools")
-    monkeypatch.setattr(faults, "_pause", None)
-    paused: list[str] = []
-    monkeypatch.setattr(faults.FaultPause, "after", lambda self, name: paused.append(name))
-    return paused
+    return arm(monkeypatch, "POST /pools")
 
 
 def _pve(endpoint: str, version: Any) -> tuple[Pve, _Api]:
@@ -75,7 +71,7 @@ def test_a_remote_api_is_never_asked_what_it_is(armed: list[str]) -> None:
 
 
 def test_without_the_variable_nothing_is_asked(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(faults.FAULT_PAUSE_ENV, raising=False)
+    monkeypatch.delenv(FAULT_PAUSE_ENV, raising=False)
     pve, api = _pve("https://127.0.0.1:8006", {"repoid": "fakepve"})
     pve.post("pools", poolid="p")
     assert pve.transport.hook() is None and api.asked == ["pools"]

@@ -82,14 +82,18 @@ def test_retries_stop_at_the_deadline(tally: Counter[str]) -> None:
     assert tally == Counter({"toy.get": 1})
 
 
-@pytest.fixture
-def armed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The hook's variable set (for a call nobody makes twice) and every pause it would make recorded."""
-    monkeypatch.setenv(faults.FAULT_PAUSE_ENV, "toy.insert#99")
+def arm(monkeypatch: pytest.MonkeyPatch, value: str) -> list[str]:
+    """The hook's variable set to `value`; each pause the hook would make recorded instead of slept."""
+    monkeypatch.setenv(faults.FAULT_PAUSE_ENV, value)
     monkeypatch.setattr(faults, "_pause", None)
     paused: list[str] = []
     monkeypatch.setattr(faults.FaultPause, "after", lambda self, name: paused.append(name))
     return paused
+
+
+@pytest.fixture
+def armed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    return arm(monkeypatch, "toy.insert#99")  # a count no test reaches: only the recorded pauses matter
 
 
 def test_the_hook_acts_after_a_success_on_a_sandbox_only(tally: Counter[str], armed: list[str]) -> None:
