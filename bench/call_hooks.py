@@ -16,21 +16,24 @@ from types import SimpleNamespace as NS
 from opentelemetry.sdk.trace import TracerProvider
 
 from vmplane.clouds.aws import session
+from vmplane.clouds.base import count_call
 from vmplane.observe import tracing
 
 MODEL = NS(name="DescribeVpcs", service_model=NS(endpoint_prefix="ec2"))
 HTTP = NS(status_code=200)
+# The hooks are the clients' methods (each hands the call to its target's transport); nothing is sent.
+CLIENTS = session.AwsClients(session.AwsTarget(region="us-east-1", endpoint_url="http://127.0.0.1:9"))
 
 
 def main_hook() -> None:
-    session.count_call(f"{MODEL.service_model.endpoint_prefix}.{MODEL.name}")
+    count_call(f"{MODEL.service_model.endpoint_prefix}.{MODEL.name}")
 
 
 def all_hooks() -> None:
     ctx: dict[str, object] = {}
-    session._count_call(model=MODEL, context=ctx)
+    CLIENTS._count_call(model=MODEL, context=ctx)
     session._note_attempt(response=(HTTP, {}), caught_exception=None, request_dict={"context": ctx})
-    session._call_done(http_response=HTTP, parsed={}, context=ctx)
+    CLIENTS._call_done(http_response=HTTP, parsed={}, context=ctx)
 
 
 def per_call(fn: object, n: int) -> float:

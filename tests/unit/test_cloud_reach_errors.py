@@ -19,6 +19,7 @@ from google.api_core import exceptions as gexc
 from proxmoxer.core import ResourceException
 from tests.helpers import free_port
 
+from vmplane.clouds import waits
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.session import AwsClients, AwsTarget
 from vmplane.clouds.errors import AuthError, TransientError, UnreachableError, endpoint_name, unreachable_reason
@@ -36,8 +37,7 @@ def said(monkeypatch: pytest.MonkeyPatch) -> Any:
     import io
 
     monkeypatch.setattr(botocore.retries.standard.ExponentialBackoff, "delay_amount", lambda self, ctx: 0)
-    monkeypatch.setattr(gcp_session.random, "uniform", lambda a, b: 0.0)
-    monkeypatch.setattr(pve_session.random, "uniform", lambda a, b: 0.0)
+    monkeypatch.setattr(waits.random, "uniform", lambda a, b: 0.0)  # the transport's jitter (waits.retry)
     out = io.StringIO()
     logs.configure("json", "info", out)
     yield lambda: [json.loads(x) for x in out.getvalue().splitlines()]

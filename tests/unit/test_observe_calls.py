@@ -16,6 +16,7 @@ from botocore.exceptions import ClientError
 from google.api_core import exceptions as gexc
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from vmplane.clouds import waits
 from vmplane.clouds.aws.session import AwsClients, AwsTarget
 from vmplane.clouds.errors import NotFoundError
 from vmplane.clouds.gcp import session as gcp_session
@@ -67,7 +68,7 @@ class Script:
 @pytest.fixture
 def observed(monkeypatch) -> Iterator[tuple[InMemorySpanExporter, io.StringIO]]:
     monkeypatch.setattr(botocore.retries.standard.ExponentialBackoff, "delay_amount", lambda self, ctx: 0)
-    monkeypatch.setattr(gcp_session.random, "uniform", lambda a, b: 0.0)
+    monkeypatch.setattr(waits.random, "uniform", lambda a, b: 0.0)  # the transport's jitter (waits.retry)
     exporter = memory_exporter()
     out = io.StringIO()
     logs.configure("json", "info", out)

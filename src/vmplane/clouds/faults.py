@@ -1,10 +1,13 @@
-"""The crash tests' hook, shared by every driver (tests/integration/test_crash_*.py).
+"""The fault hook: a pause right after one cloud call, for a sandbox process only.
 
-TEST HOOK: with VMPLANE_TEST_HANG_AFTER_CALL set to a call's name, or `name#N` for its Nth call (AWS
-names operations, `CreateVpc`; GCP names methods, `compute.instances.insert#2`), a *sandbox* process
-hangs for an hour right after that call returns, having written FAULT_MARKER, so a test can kill -9
-it exactly between a cloud call and its checkpoint. Drivers consult it only for a sandbox target;
-unset (always, outside tests) nothing is even registered.
+With VMPLANE_TEST_HANG_AFTER_CALL set to a call's name, or `name#N` for its Nth call (AWS names
+operations, `CreateVpc`; GCP names methods, `compute.instances.insert#2`; Proxmox `POST /pools`), a
+process whose target is a sandbox hangs for an hour right after that call returns, having written
+FAULT_MARKER, so whoever runs it can kill -9 it exactly between a cloud call and its checkpoint.
+
+`sandbox_hook` is the one guard: every transport gets its hook from it, and it hands one out only when
+the variable is set and the target says it is a sandbox (an emulator, never a real cloud however it is
+reached). Unset (always, in production) nothing is asked and nothing is registered.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 FAULT_PAUSE_ENV = "VMPLANE_TEST_HANG_AFTER_CALL"
@@ -50,8 +54,9 @@ _pause: FaultPause | None = None
 _lock = threading.Lock()
 
 
-def fault_hook() -> FaultPause | None:
-    """The process's hook when the variable is set, else None (callers check the target is a sandbox)."""
+def _process_hook() -> FaultPause | None:
+    """The process's hook when the variable is set, else None; one per process, so `#N` counts across
+    every client."""
     global _pause
     value = os.environ.get(FAULT_PAUSE_ENV)
     if not value:
@@ -60,3 +65,13 @@ def fault_hook() -> FaultPause | None:
         if _pause is None:
             _pause = FaultPause(value)
         return _pause
+
+
+def sandbox_hook(is_sandbox: Callable[[], bool]) -> FaultPause | None:
+    """The hook for one target: None unless the variable is set and `is_sandbox()` says yes. `is_sandbox`
+    is asked only when the variable is set, so a check that costs a call (Proxmox asks the API what it
+    is) is never made in production."""
+    hook = _process_hook()
+    if hook is None or not is_sandbox():
+        return None
+    return hook

@@ -69,20 +69,31 @@ def retry(
     first: float = 0.1,
     cap: float = 5.0,
     sleep: Callable[[float], None] | None = None,
+    retryable: Callable[[CloudError], bool] | None = None,
+    on_retry: Callable[[CloudError, int, float], None] | None = None,
 ) -> T:
-    """Run `call`, retrying retryable CloudErrors (and `retry_on`) with jittered backoff until the deadline."""
+    """Run `call`, retrying retryable CloudErrors (and `retry_on`) with jittered backoff until the deadline.
+
+    `retryable` replaces the default test (`e.retryable` or `retry_on`); `on_retry(error, attempt, deadline)`
+    is told of each retry before its sleep (`deadline` is a time.monotonic() value), e.g. for a progress line.
+    """
     sleep = sleep or time.sleep
     deadline = time.monotonic() + timeout
     delay = first
+    attempt = 0
     while True:
         try:
             return call()
         except CloudError as e:
-            if not (e.retryable or isinstance(e, retry_on)):
+            wanted = retryable(e) if retryable is not None else e.retryable or isinstance(e, retry_on)
+            if not wanted:
                 raise
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise DeadlineExceededError(f"gave up on {what} after {timeout:.0f}s: {e}") from e
+            attempt += 1
+            if on_retry is not None:
+                on_retry(e, attempt, deadline)
             sleep(min(delay * random.uniform(0.5, 1.0), remaining))
             delay = min(delay * 2, cap)
 

@@ -1,4 +1,5 @@
-"""boto3 clients for one target (a real account or the sandbox), with deadlines, retries and call counts.
+"""boto3 clients for one target (a real account or the sandbox), with deadlines, retries and call counts
+(botocore retries; its events hand each call to the transport, clouds/transport.py).
 
 In sandbox mode the session is built from fixed dummy credentials and an explicit endpoint, so the
 user's real AWS credentials are never read. Every API call is counted per step (for `bench/`).
@@ -20,11 +21,9 @@ from botocore.exceptions import ProfileNotFound
 
 from vmplane.clouds.aws.consistency import RecentIds
 from vmplane.clouds.aws.errors import BAD_CREDENTIALS, aws_errors, profile_not_found
-from vmplane.clouds.base import count_call
-from vmplane.clouds.errors import endpoint_name, unreachable_reason
-from vmplane.clouds.faults import fault_hook
+from vmplane.clouds.errors import CloudError, endpoint_name, unreachable_reason
+from vmplane.clouds.transport import Transport
 from vmplane.clouds.waits import note_retry
-from vmplane.observe import calls
 
 SANDBOX_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
 
@@ -63,8 +62,8 @@ class AwsTarget:
     region: str
     profile: str | None = None
     # Set only for the sandbox. A real target's endpoint is botocore's own choice, which honours
-    # AWS_ENDPOINT_URL (and AWS_ENDPOINT_URL_<SERVICE>): the SDK's documented override, which the tests
-    # use to aim a real target (the default credential chain) at a dead port or a local stub.
+    # AWS_ENDPOINT_URL (and AWS_ENDPOINT_URL_<SERVICE>): the SDK's documented override, which aims a real
+    # target (the default credential chain) at another endpoint (a proxy, a local stub).
     endpoint_url: str | None = None
 
     @property
@@ -92,14 +91,6 @@ _THROTTLING = frozenset(
         "EC2ThrottledException",
     }
 )
-
-
-def _count_call(model: Any, context: dict[str, Any], **_: Any) -> None:
-    name = f"{model.service_model.endpoint_prefix}.{model.name}"
-    count_call(name)
-    # The call's own dict, handed to every later event of this call (botocore's request context).
-    context["vmplane_call"] = name
-    context["vmplane_span"] = calls.started("aws", name)
 
 
 def _note_attempt(response: Any = None, caught_exception: Any = None, request_dict: Any = None, **_: Any) -> None:
@@ -149,31 +140,16 @@ def _code_of(status: int, parsed: Any) -> tuple[str, bool]:
     return code, status == 429 or code in _THROTTLING
 
 
-def _call_done(http_response: Any, parsed: Any, context: dict[str, Any], **_: Any) -> None:
-    failures = context.get("vmplane_failures", ())
-    if http_response.status_code < 300:
-        _end(context, failures, None)
-    else:
-        _end(context, failures[:-1], _code_of(http_response.status_code, parsed))
-
-
-def _call_error(exception: BaseException, context: dict[str, Any], **_: Any) -> None:
-    # No answer at all (connection errors until the retries ran out): after-call does not fire.
-    _end(context, context.get("vmplane_failures", ())[:-1], (type(exception).__name__, False))
-
-
-def _end(context: dict[str, Any], retried: Any, final: tuple[str, bool] | None) -> None:
-    name = context.get("vmplane_call")
-    if name is None:
-        return
-    calls.done(
-        "aws",
-        name,
-        context.pop("vmplane_span", None),
-        retried=[t for _, t in retried],
-        error=final[0] if final else None,
-        throttled=final[1] if final else False,
-    )
+def _translate(exc: Exception, _name: str) -> CloudError:
+    """botocore's error as vmplane's, as `aws_errors` says it (the transport's translator for AWS)."""
+    try:
+        with aws_errors():
+            raise exc
+    except CloudError as err:
+        return err
+    except Exception:  # not botocore's: nothing to translate it from
+        return CloudError(f"AWS SDK error: {type(exc).__name__}")
+    raise AssertionError("aws_errors swallowed an error")  # pragma: no cover
 
 
 class AwsClients:
@@ -184,6 +160,14 @@ class AwsClients:
         self._lock = threading.Lock()
         self._clients: dict[str, Any] = {}
         self._source: str | None = None
+        # botocore retries on its own (standard mode, above); its events hand each call to the transport
+        # for the count, metrics, span and fault hook, and `aws_errors` translates at the call site.
+        self.transport = Transport(
+            "aws",
+            translate=_translate,
+            endpoint=lambda name: target.endpoint_url or name,
+            is_sandbox=lambda: target.sandbox,
+        )
         if target.sandbox:
             # A bare botocore session that ignores AWS_PROFILE and the shared config/credentials files:
             # nothing of the user's AWS set-up is read, or can break, in sandbox mode.
@@ -232,6 +216,39 @@ class AwsClients:
             if isinstance(error, dict) and error.get("Code") in BAD_CREDENTIALS and not self.target.sandbox:
                 error["VmplaneCredentials"] = self.credentials_source()
 
+    # ---- botocore events: each call's start and end, to the transport ----
+    def _count_call(self, model: Any, context: dict[str, Any], **_: Any) -> None:
+        name = f"{model.service_model.endpoint_prefix}.{model.name}"
+        # The call's own dict, handed to every later event of this call (botocore's request context).
+        context["vmplane_call"] = name
+        context["vmplane_span"] = self.transport.begin(name)
+
+    def _call_done(self, http_response: Any, parsed: Any, context: dict[str, Any], **_: Any) -> None:
+        failures = context.get("vmplane_failures", ())
+        if http_response.status_code < 300:
+            self._end(context, failures, None)
+        else:
+            self._end(context, failures[:-1], _code_of(http_response.status_code, parsed))
+
+    def _call_error(self, exception: BaseException, context: dict[str, Any], **_: Any) -> None:
+        # No answer at all (connection errors until the retries ran out): after-call does not fire.
+        self._end(context, context.get("vmplane_failures", ())[:-1], (type(exception).__name__, False))
+
+    def _end(self, context: dict[str, Any], retried: Any, final: tuple[str, bool] | None) -> None:
+        name = context.get("vmplane_call")
+        if name is None:
+            return
+        self.transport.end(
+            name,
+            context.pop("vmplane_span", None),
+            retried=[t for _, t in retried],
+            error=final[0] if final else None,
+            throttled=final[1] if final else False,
+        )
+
+    def _after_ok(self, model: Any, **_: Any) -> None:
+        self.transport.after(model.name)  # the hook names AWS calls by operation: `CreateVpc`
+
     def client(self, service: str) -> Any:
         with self._lock:
             if service not in self._clients:
@@ -242,16 +259,15 @@ class AwsClients:
                     recent = RecentIds()
                     c.meta.events.register("after-call.*.*", recent.after_call)
                     c.meta.events.register_first("needs-retry", recent.needs_retry)
-                c.meta.events.register("before-call.*.*", _count_call)
+                c.meta.events.register("before-call.*.*", self._count_call)
                 c.meta.events.register("needs-retry", _note_attempt)
                 c.meta.events.register("needs-retry", _say_retry)
                 c.meta.events.register("after-call.*.*", self._name_credentials)
-                c.meta.events.register("after-call.*.*", _call_done)
-                c.meta.events.register("after-call-error", _call_error)
+                c.meta.events.register("after-call.*.*", self._call_done)
+                c.meta.events.register("after-call-error", self._call_error)
                 c.meta.events.register("before-parse.*.*", _blank_unreadable_5xx)
-                hook = fault_hook() if self.target.sandbox else None
-                if hook is not None:
-                    c.meta.events.register("after-call.*.*", lambda model, _h=hook, **_: _h.after(model.name))
+                if self.transport.hook() is not None:  # nothing registered unless the hook may act
+                    c.meta.events.register("after-call.*.*", self._after_ok)
                 self._clients[service] = c
             return self._clients[service]
 

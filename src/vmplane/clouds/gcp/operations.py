@@ -2,20 +2,21 @@
 `ExtendedOperation.result()` is not used), and the find-or-create / delete patterns every module uses.
 
 `wait` calls the scope's `operations.wait` (Google holds it open up to ~2 minutes, returning early when
-the operation finishes), so a real cloud is not hammered and the sandbox answers at once.
+the operation finishes) in waits.poll, the loop every long operation is waited in, so a real cloud is not
+hammered and the sandbox answers at once.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from functools import partial
 from typing import Any
 
 from vmplane.clouds.deletes import TEARDOWN_TIMEOUT, delete
-from vmplane.clouds.errors import DeadlineExceededError, NotFoundError
+from vmplane.clouds.errors import NotFoundError
 from vmplane.clouds.gcp.errors import operation_error
 from vmplane.clouds.gcp.session import CALL_TIMEOUT, GcpClients, new_request_id
+from vmplane.clouds.waits import poll
 
 OPERATION_TIMEOUT = 900.0  # a regional MIG or a global LB resource can take minutes
 
@@ -27,13 +28,23 @@ def last_segment(url: str) -> str:
 
 def wait(gcp: GcpClients, op: Any, *, what: str, timeout: float = OPERATION_TIMEOUT) -> None:
     """Block until the compute Operation `op` is DONE; raise its error (translated) if it failed."""
-    deadline = time.monotonic() + timeout
-    while str(getattr(op.status, "name", op.status)) != "DONE":
-        if time.monotonic() > deadline:
-            raise DeadlineExceededError(f"timed out after {timeout:.0f}s waiting for {what} ({op.name})")
-        op = _wait_once(gcp, op)
-    if op.error and list(op.error.errors):
-        raise operation_error(op, what)
+    current = op
+
+    def done() -> Any | None:
+        nonlocal current
+        if not _is_done(current):
+            current = _wait_once(gcp, current)
+        return current if _is_done(current) else None
+
+    # `operations.wait` long-polls on Google's side, so a wait that returns RUNNING has already waited:
+    # the loop's own sleeps stay short.
+    finished = poll(done, what=f"{what} ({op.name})", timeout=timeout, first=0.05, cap=1.0)
+    if finished.error and list(finished.error.errors):
+        raise operation_error(finished, what)
+
+
+def _is_done(op: Any) -> bool:
+    return str(getattr(op.status, "name", op.status)) == "DONE"
 
 
 def run(gcp: GcpClients, method: str, call: Callable[[], Any], *, what: str) -> None:

@@ -1,5 +1,5 @@
-"""Google Cloud clients for one target (a real project or the sandbox), with call counts, retries and
-our own operation polling.
+"""Google Cloud clients for one target (a real project or the sandbox); every call goes through the
+transport (clouds/transport.py: counts, retries, metrics, the fault hook), operations are polled by us.
 
 Compute goes through google-cloud-compute over REST; Cloud DNS, IAM and Resource Manager through
 google-api-python-client's bundled discovery documents. In sandbox mode every client points at the
@@ -12,31 +12,25 @@ the driver calls the `*_unary` methods and waits on operations itself (`operatio
 from __future__ import annotations
 
 import os
-import random
 import threading
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from vmplane.clouds.base import count_call
-from vmplane.clouds.errors import AuthError, DeadlineExceededError, DependencyViolationError, TransientError
-from vmplane.clouds.faults import fault_hook
+from vmplane.clouds.errors import AuthError, CloudError
 from vmplane.clouds.gcp.errors import translate
-from vmplane.clouds.waits import note_retry
-from vmplane.observe import calls
+from vmplane.clouds.transport import Transport
 
 T = TypeVar("T")
 
 CALL_TIMEOUT = 60.0  # seconds per HTTP request
-RETRY_DEADLINE = 120.0  # transient errors (429, 5xx, resets) are retried this long per call
 _THROTTLING = frozenset({"429", "rateLimitExceeded", "userRateLimitExceeded", "RESOURCE_EXHAUSTED"})
 ADC_ENV = "GOOGLE_APPLICATION_CREDENTIALS"
-# A test hook, not a feature: aims a real target (Application Default Credentials, not the sandbox's
-# anonymous ones) at another API endpoint, so the tests can show what a dead port, an unresolvable host or
-# refused credentials look like. Google's clients have no such variable (the universe domain only renames
-# googleapis.com, and must match the credentials').
+# Aims a real target (Application Default Credentials, not the sandbox's anonymous ones) at another API
+# endpoint, as AWS_ENDPOINT_URL does for AWS: how a dead port, an unresolvable host or refused credentials
+# look can be seen without Google. Google's clients have no such variable (the universe domain only
+# renames googleapis.com, and must match the credentials').
 ENDPOINT_HOOK_ENV = "VMPLANE_GCP_TEST_ENDPOINT"
 
 
@@ -72,9 +66,15 @@ class GcpClients:
         self._discovery: dict[str, Any] = {}
         self._credentials: Any = None
         self._source = ""  # where the credentials came from, for an error that says Google refused them
-        # The sandbox's endpoint, or (tests only) the hook's; None: Google's own per API.
+        # The sandbox's endpoint, or the override's; None: Google's own per API.
         self.endpoint_url = target.endpoint_url or os.environ.get(ENDPOINT_HOOK_ENV) or None
-        self._fault = fault_hook() if target.sandbox else None  # the crash tests' hook (clouds/faults.py)
+        self.transport = Transport(
+            "gcp",
+            translate=self._translate,
+            endpoint=self._endpoint,
+            is_sandbox=lambda: target.sandbox,
+            throttled=lambda err: err.code in _THROTTLING,
+        )
 
     # ---- clients ----
     def _creds(self) -> Any:
@@ -129,44 +129,21 @@ class GcpClients:
         return self.api("cloudresourcemanager", "v1")
 
     # ---- calls ----
+    def _translate(self, e: Exception, method: str) -> CloudError:
+        return translate(e, method, endpoint=self._endpoint(method), credentials=self._source)
+
+    def _endpoint(self, method: str) -> str:
+        return self.endpoint_url or f"https://{method.split('.', 1)[0]}.googleapis.com"
+
     def call(self, method: str, fn: Callable[[], T]) -> T:
-        """Run one API call named `api.collection.verb` (e.g. `compute.networks.insert`): counted for the
-        step, SDK errors translated into vmplane's CloudError tree, transient ones (429, 5xx, resets)
-        retried with jittered backoff to a deadline. "In use" is left to the caller (teardown retries it
-        on its own, longer deadline).
+        """Run one API call named `api.collection.verb` (e.g. `compute.networks.insert`) through the
+        transport: counted for the step, SDK errors translated into vmplane's CloudError tree, transient
+        ones (429, 5xx, resets) retried with jittered backoff to a deadline. "In use" is left to the
+        caller (teardown retries it on its own, longer deadline).
 
         Compute calls pass `timeout=CALL_TIMEOUT` themselves; discovery calls are bounded by the http's.
         """
-        deadline = time.monotonic() + RETRY_DEADLINE
-        delay = 0.2
-        span = calls.started("gcp", method)
-        retried: list[bool] = []  # per retried attempt: was it throttled (observe.calls)
-        while True:
-            count_call(method)
-            try:
-                out = fn()
-            except Exception as e:
-                endpoint = self.endpoint_url or f"https://{method.split('.', 1)[0]}.googleapis.com"
-                err = translate(e, method, endpoint=endpoint, credentials=self._source)
-                throttled = err.code in _THROTTLING
-                if not isinstance(err, TransientError) or isinstance(err, DependencyViolationError):
-                    calls.done("gcp", method, span, retried=retried, error=err.code or type(err).__name__)
-                    raise err from e
-                if time.monotonic() + delay > deadline:
-                    calls.done(
-                        "gcp", method, span, retried=retried, error=err.code or "unreachable", throttled=throttled
-                    )
-                    raise DeadlineExceededError(f"gave up on {method} after {RETRY_DEADLINE:.0f}s: {err}") from e
-                retried.append(throttled)
-                if not throttled:  # throttling is routine backoff; anything else is worth a progress line
-                    note_retry(endpoint, str(err), len(retried), deadline=deadline)
-                time.sleep(delay * random.uniform(0.5, 1.0))
-                delay = min(delay * 2, 10.0)
-                continue
-            calls.done("gcp", method, span, retried=retried)
-            if self._fault is not None:
-                self._fault.after(method)
-            return out
+        return self.transport.call(method, fn)
 
 
 def _default_credentials() -> tuple[Any, str]:

@@ -1,5 +1,6 @@
-"""One Proxmox VE cluster's API for a driver: proxmoxer over HTTPS with an API token, call counts,
-retries on transient errors, and task (UPID) polling.
+"""One Proxmox VE cluster's API for a driver: proxmoxer over HTTPS with an API token, every call through
+the transport (clouds/transport.py: counts, retries on transient errors, metrics, the fault hook), and
+task (UPID) polling.
 
 Only the HTTPS API is used, never SSH to a node: what the API cannot do (upload a snippet) vmplane
 does another way (a NoCloud ISO, `cloudinit_iso.py`). The token comes from the environment
@@ -10,25 +11,22 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import random
 import re
 import threading
-import time
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from vmplane.clouds.base import count_call
-from vmplane.clouds.errors import AuthError, DeadlineExceededError, DependencyViolationError, TransientError
-from vmplane.clouds.faults import fault_hook
+from vmplane.clouds.errors import AuthError, DeadlineExceededError
 from vmplane.clouds.proxmox.errors import translate
-from vmplane.clouds.waits import note_retry
-from vmplane.observe import calls
+from vmplane.clouds.transport import Transport
+from vmplane.clouds.waits import poll
 
 TOKEN_ID_ENV = "PROXMOX_TOKEN_ID"
 TOKEN_SECRET_ENV = "PROXMOX_TOKEN_SECRET"
 CALL_TIMEOUT = 60.0  # seconds per HTTP request
-RETRY_DEADLINE = 120.0  # transient errors (resets, 502-504, a held config lock) are retried this long per call
+# What fakepve answers as `repoid` on GET /version (a real PVE: its build's commit); see Pve.emulator.
+EMULATOR_REPOID = "fakepve"
 TASK_TIMEOUT = 600.0  # a clone of a large disk on slow storage takes minutes
 _TOKEN_ID = re.compile(r"^[^\s!@]+@[^\s!@]+![A-Za-z][A-Za-z0-9._-]*$")
 # `collection/<id>` pairs in a path: the id is replaced by its placeholder in a call's name.
@@ -59,7 +57,7 @@ class PveTarget:
 
     @property
     def loopback(self) -> bool:
-        """An API on this machine (fakepve in the tests): the only place the crash tests' hook may act."""
+        """An API on this machine. Not enough for the fault hook on its own (Pve.emulator says why)."""
         host = urlsplit(self.endpoint).hostname or ""
         try:
             return host == "localhost" or ipaddress.ip_address(host).is_loopback
@@ -102,7 +100,7 @@ def token_from_env(env: dict[str, str] | None = None) -> Token:
 
 def call_name(method: str, path: str) -> str:
     """`POST`, `nodes/pve1/qemu/101/clone` -> `POST /nodes/{node}/qemu/{vmid}/clone`: one name per API
-    method, for the per-step tally, metrics and the crash tests' hook."""
+    method, for the per-step tally, metrics and the fault hook."""
     parts = [p for p in path.strip("/").split("/") if p]
     out: list[str] = []
     for i, part in enumerate(parts):
@@ -126,7 +124,13 @@ class Pve:
         self._token = token
         self._api: Any = None
         self._lock = threading.Lock()
-        self._fault = fault_hook() if target.loopback else None  # the crash tests' hook (clouds/faults.py)
+        self.transport = Transport(
+            "proxmox",
+            translate=lambda e, name: translate(e, name, endpoint=target.endpoint),
+            endpoint=lambda _name: target.endpoint,
+            is_sandbox=self.emulator,
+            hooked=lambda name: not name.startswith("GET "),  # a read changes nothing worth crashing after
+        )
 
     @property
     def nodes(self) -> tuple[str, ...]:
@@ -153,36 +157,26 @@ class Pve:
             return self._api
 
     def request(self, method: str, path: str, /, **params: Any) -> Any:
-        """One API call: counted, translated into vmplane's CloudError tree, transient failures retried
-        with jittered backoff to a deadline. `path` is positional-only: `PUT access/acl` has a `path` parameter."""
-        name = call_name(method, path)
-        deadline = time.monotonic() + RETRY_DEADLINE
-        delay = 0.2
-        span = calls.started("proxmox", name)
-        retried: list[bool] = []
-        while True:
-            count_call(name)
-            try:
-                resource = self._client()(path.strip("/"))
-                out = getattr(resource, method.lower())(**params)
-            except Exception as e:
-                err = translate(e, name, endpoint=self.target.endpoint)
-                # "In use" is transient only to teardown, which retries it to its own deadline (deletes.py).
-                if not isinstance(err, TransientError) or isinstance(err, DependencyViolationError):
-                    calls.done("proxmox", name, span, retried=retried, error=err.code or type(err).__name__)
-                    raise err from e
-                if time.monotonic() + delay > deadline:
-                    calls.done("proxmox", name, span, retried=retried, error=err.code or "unreachable")
-                    raise DeadlineExceededError(f"gave up on {name} after {RETRY_DEADLINE:.0f}s: {err}") from e
-                retried.append(False)
-                note_retry(self.target.endpoint, str(err), len(retried), deadline=deadline)
-                time.sleep(delay * random.uniform(0.5, 1.0))
-                delay = min(delay * 2, 10.0)
-                continue
-            calls.done("proxmox", name, span, retried=retried)
-            if self._fault is not None and method.upper() != "GET":
-                self._fault.after(name)
-            return out
+        """One API call through the transport: counted, translated into vmplane's CloudError tree,
+        transient failures retried with jittered backoff to a deadline. `path` is positional-only:
+        `PUT access/acl` has a `path` parameter."""
+        return self.transport.call(
+            call_name(method, path), lambda: getattr(self._client()(path.strip("/")), method.lower())(**params)
+        )
+
+    def emulator(self) -> bool:
+        """Whether this API is the emulator (fakepve) on this machine: the only Proxmox "sandbox", where the
+        fault hook may act. An address alone proves nothing (a real cluster reached through an SSH tunnel
+        is on 127.0.0.1 too), so the API is asked what it is: fakepve answers GET /version with its own
+        name as `repoid`, a real PVE with the commit it was built from. Asked once, and only when the
+        hook's variable is set (faults.sandbox_hook); not counted, as no step made it."""
+        if not self.target.loopback:
+            return False
+        try:
+            answer = self._client()("version").get()
+        except Exception:  # whatever cannot say what it is, is not the emulator
+            return False
+        return isinstance(answer, dict) and answer.get("repoid") == EMULATOR_REPOID
 
     def get(self, path: str, /, **params: Any) -> Any:
         return self.request("GET", path, **params)
@@ -202,21 +196,22 @@ class Pve:
         exit status and the last lines of its log."""
         from vmplane.clouds.proxmox.errors import task_failed
 
-        deadline = time.monotonic() + timeout
-        delay = 0.1
-        while True:
-            status = self.get(f"nodes/{node}/tasks/{upid}/status")
-            if status.get("status") == "stopped":
-                exit_status = str(status.get("exitstatus", ""))
-                if exit_status == "OK" or exit_status.startswith("WARNINGS"):
-                    return
-                log = self.get(f"nodes/{node}/tasks/{upid}/log", limit=50)
-                lines = [str(e.get("t", "")) for e in log or [] if isinstance(e, dict)]
-                raise task_failed(what, exit_status, lines[-5:])
-            if time.monotonic() > deadline:
-                raise DeadlineExceededError(f"{what} ({upid}) still running after {timeout:.0f}s on {node}")
-            time.sleep(delay)
-            delay = min(delay * 1.5, 3.0)
+        def stopped() -> dict[str, Any] | None:
+            status: dict[str, Any] = self.get(f"nodes/{node}/tasks/{upid}/status")
+            return status if status.get("status") == "stopped" else None
+
+        try:  # PVE has no long poll: a geometric backoff without the `late` bound, as before
+            status = poll(stopped, what=what, timeout=timeout, first=0.1, factor=1.5, cap=3.0, late=None)
+        except DeadlineExceededError as e:
+            if e.__cause__ is not None:  # a status read that gave up on its own retries: its message says so
+                raise
+            raise DeadlineExceededError(f"{what} ({upid}) still running after {timeout:.0f}s on {node}") from e
+        exit_status = str(status.get("exitstatus", ""))
+        if exit_status == "OK" or exit_status.startswith("WARNINGS"):
+            return
+        log = self.get(f"nodes/{node}/tasks/{upid}/log", limit=50)
+        lines = [str(e.get("t", "")) for e in log or [] if isinstance(e, dict)]
+        raise task_failed(what, exit_status, lines[-5:])
 
     def run_task(
         self, method: str, path: str, *, node: str, what: str, timeout: float = TASK_TIMEOUT, **params: Any
