@@ -115,10 +115,8 @@ def wait_bootstrapped(pve: Pve, ctx: Context, recs: list[VMRecord] | None = None
         timeout=bootstrap_timeout(ctx),
         pace=PACE,
         read_through="sentinel read through the QEMU guest agent",
-        # Proxmox has no sandbox target: an API on this machine is taken for an emulator, the check the
-        # crash hook's guard makes too (a tunnelled real cluster passes it; all it risks is a note, and
-        # only if a real guest's sentinel says `simulated`, which vmplane's bootstrap never writes).
-        emulator=pve.target.loopback,
+        # The crash hook's guard: fakepve itself, asked once per session (an address alone proves nothing).
+        emulator=pve.emulator(),
         last_words=lambda vm: bootstrap_log(pve, vm),
     )
 

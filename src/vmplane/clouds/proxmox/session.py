@@ -123,6 +123,7 @@ class Pve:
         self.target = target
         self._token = token
         self._api: Any = None
+        self._emulator: bool | None = None  # Pve.emulator, asked once
         self._lock = threading.Lock()
         self.transport = Transport(
             "proxmox",
@@ -170,8 +171,11 @@ class Pve:
         is on 127.0.0.1 too), so the API is asked what it is: fakepve answers GET /version with its own
         name as `repoid`, a real PVE with the commit it was built from. Asked once, and only when the
         hook's variable is set (faults.sandbox_hook); not counted, as no step made it."""
-        if not self.target.loopback:
-            return False
+        if self._emulator is None:
+            self._emulator = self.target.loopback and self._says_emulator()
+        return self._emulator
+
+    def _says_emulator(self) -> bool:
         try:
             answer = self._client()("version").get()
         except Exception:  # whatever cannot say what it is, is not the emulator
