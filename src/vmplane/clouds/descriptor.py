@@ -21,13 +21,23 @@ if TYPE_CHECKING:
 
 
 class LineSink(Protocol):
-    """The estimate being built (cost/estimate.py `Estimate`): its lines and assumptions, appended to."""
+    """The estimate being built (cost/estimate.py `Estimate`), which a cloud's network lines are added to."""
 
-    lines: list[Any]
     assumptions: dict[str, Any]
 
     @property
     def scheduled(self) -> bool: ...
+
+    def add(
+        self,
+        kind: str,
+        type: str,
+        count: float,
+        unit_price: float | None,
+        monthly: float | None,
+        scheduled: float | None = None,
+        unit: str = "hour",
+    ) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -46,14 +56,12 @@ class Pricing:
     """How vmplane prices a cloud: its pinned list-price tables, the network lines (NAT, load balancer,
     public addresses) it bills, and the price API `vmplane prices refresh` reads."""
 
-    # () -> the pinned PriceTables (cost/prices.py), imported when first priced.
-    pinned: Callable[[], Sequence[Any]]
+    # () -> the pinned tables, each the fields of a cost/prices.py PriceTable but its cloud.
+    pinned: Callable[[], Sequence[dict[str, Any]]]
     # (estimate, spec, price table, usage): appends the NAT, load balancer and public address lines.
     network_lines: Callable[[LineSink, EnvSpec, Any, NetworkUsage], None]
     source: str  # the price API, as `vmplane prices` names it
-    default_region: str
-    # () -> the refresh fetcher (cost/refresh.py `Fetcher`); imports the SDK, so only when a refresh runs.
-    fetcher: Callable[[], Any]
+    default_region: str  # the reader of the price API is cost/refresh_<cloud>.py (it imports the SDK)
     # NAT billed per VM-hour: the history splits the NAT line per pool, so it follows each pool's schedule.
     nat_per_vm_hour: bool = False
 
@@ -78,6 +86,8 @@ class Descriptor:
     # The embedded sandbox's port for this cloud's API; None when the sandbox does not emulate it (its
     # driver then answers with its own refusal, given the AWS endpoint as before the GCP sandbox).
     sandbox_port: Callable[[Settings], int] | None = None
+    # The pool field that picks a VM's OS, as messages name it (Proxmox: a `template` VM, not an `image`).
+    image_field: str = "image"
     # How the sandbox's emulator treats a pushed exec command, for the push's log (" (moto records ...)").
     sandbox_exec_note: str = ""
     # Not None: `vmplane cost` prices it. None: nothing is rented, so nothing is estimated (`unpriced` says why).

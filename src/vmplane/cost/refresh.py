@@ -10,18 +10,27 @@ written as 0.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from vmplane.clouds.descriptor import Pricing
+from vmplane.clouds.registry import descriptors
 from vmplane.cost.prices import SCALAR_KEYS, TABLES, PriceTable, cache_path, choose, write_cache
 from vmplane.envspec.models import Cloud
 from vmplane.errors import VmplaneError
 
-SOURCES = {Cloud.aws: "AWS Price List API", Cloud.gcp: "Cloud Billing Catalog API"}
-DEFAULT_REGIONS = {Cloud.aws: "us-east-1", Cloud.gcp: "us-central1"}
+
+def _priced() -> dict[Cloud, Pricing]:
+    return {d.cloud: d.pricing for d in descriptors() if d.pricing is not None}
+
+
+# Each priced cloud's price API and the region a refresh reads by default, from its descriptor.
+SOURCES = {cloud: pricing.source for cloud, pricing in _priced().items()}
+DEFAULT_REGIONS = {cloud: pricing.default_region for cloud, pricing in _priced().items()}
 # Every row besides the instance types; a table without one of them is not written.
 SCALAR_ROWS = tuple(SCALAR_KEYS)
 
@@ -130,11 +139,8 @@ def _disk_kind(cloud: Cloud) -> str:
 
 
 def _fetcher(cloud: Cloud) -> Fetcher:
-    # Imported here: boto3 and googleapiclient load only when a refresh runs, never on `vmplane cost`'s path.
-    if cloud is Cloud.aws:
-        from vmplane.cost import refresh_aws
-
-        return refresh_aws.fetch
-    from vmplane.cost import refresh_gcp
-
-    return refresh_gcp.fetch
+    # A cloud's price API reader is cost/refresh_<cloud>.py, imported here: boto3 and googleapiclient load only
+    # when a refresh runs, never on `vmplane cost`'s path.
+    module = importlib.import_module(f"vmplane.cost.refresh_{cloud.value}")
+    fetch: Fetcher = module.fetch
+    return fetch

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from vmplane.clouds.aws.pricing import PRICING
 from vmplane.clouds.descriptor import Descriptor
 from vmplane.envspec.base import Cloud
 
@@ -37,5 +38,6 @@ DESCRIPTOR = Descriptor(
     driver=_driver,
     static_problems=_static_problems,
     sandbox_port=_sandbox_port,
+    pricing=PRICING,
     sandbox_exec_note=" (moto records SendCommand)",
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from vmplane.clouds.descriptor import Descriptor
+from vmplane.clouds.gcp.pricing import PRICING
 from vmplane.envspec.base import Cloud
 
 if TYPE_CHECKING:
@@ -48,5 +49,6 @@ DESCRIPTOR = Descriptor(
     driver=_driver,
     static_problems=_static_problems,
     sandbox_port=_sandbox_port,
+    pricing=PRICING,
     guest=_guest,
 )

@@ -41,6 +41,7 @@ DESCRIPTOR = Descriptor(
     title="Proxmox VE",
     driver=_driver,
     static_problems=_static_problems,
+    image_field="template",
     unpriced="proxmox: the VMs run on your own Proxmox VE hardware, which has no list price to estimate",
     cli=CliGroup(name="proxmox", module="vmplane.cli.proxmox", attr="proxmox_app"),
 )

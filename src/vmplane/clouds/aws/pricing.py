@@ -1,0 +1,74 @@
+"""What vmplane's cost estimate prices on AWS (clouds/descriptor.py `Pricing`): the pinned list prices and
+the network lines, a NAT gateway and an ALB. Plain data and arithmetic: no SDK, no driver."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vmplane.clouds.descriptor import LineSink, NetworkUsage, Pricing
+
+HOURS_PER_MONTH = 730.0
+
+
+def _money(x: float) -> float:
+    return round(x, 2)
+
+
+def network_lines(out: LineSink, spec: Any, prices: Any, usage: NetworkUsage) -> None:
+    h = HOURS_PER_MONTH
+    out.add("nat", "NAT gateway", 1, prices.nat_hour, _money(prices.nat_hour * h))
+    out.add(
+        "natData", "NAT data processed", usage.nat_gb, prices.nat_gb, _money(prices.nat_gb * usage.nat_gb), unit="GB"
+    )
+    ips = 1  # the NAT gateway's Elastic IP
+    if spec.load_balancer is not None:
+        units = usage.lb_capacity_units
+        out.assumptions["lbCapacityUnits"] = units
+        out.add("loadBalancer", "ALB", 1, prices.lb_hour, _money(prices.lb_hour * h))
+        out.add(
+            "loadBalancerCapacity", "ALB LCU", units, prices.lb_capacity_unit_hour,
+            _money(prices.lb_capacity_unit_hour * units * h),
+        )  # fmt: skip
+        ips += spec.network.zones  # an internet-facing ALB holds one public address per zone
+    out.add("publicIp", "public IPv4 address", ips, prices.public_ip_hour, _money(prices.public_ip_hour * ips * h))
+
+
+PINNED = [
+    dict(
+        region="us-east-1",
+        source="aws.amazon.com/ec2/pricing/on-demand, /ebs/pricing, /elasticloadbalancing/pricing, /vpc/pricing",
+        recorded="2026-12-01",
+        instance_hour={
+            "t3.micro": 0.0104,
+            "t3.small": 0.0208,
+            "t3.medium": 0.0416,
+            "t3.large": 0.0832,
+            "t3.xlarge": 0.1664,
+            "t4g.small": 0.0168,
+            "t4g.medium": 0.0336,
+            "m5.large": 0.096,
+            "m6i.large": 0.096,
+            "c6i.large": 0.085,
+        },
+        disk_gb_month=0.08,
+        disk_kind="gp3",
+        lb_hour=0.0225,
+        lb_capacity_unit_hour=0.008,
+        nat_hour=0.045,
+        nat_gb=0.045,
+        public_ip_hour=0.005,
+        notes=["every public IPv4 address is billed hourly (since 2024-02-01): the NAT's EIP and the ALB's"],
+    )
+]
+
+
+def _pinned() -> list[dict[str, Any]]:
+    return PINNED
+
+
+PRICING = Pricing(
+    pinned=_pinned,
+    network_lines=network_lines,
+    source="AWS Price List API",
+    default_region="us-east-1",
+)
