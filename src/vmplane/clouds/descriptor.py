@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from vmplane.bootstrap.guest import GuestAddon
     from vmplane.clouds.base import CloudDriver
+    from vmplane.clouds.price_api import Fetcher
     from vmplane.envspec.base import Cloud
     from vmplane.envspec.models import EnvSpec
     from vmplane.settings import Settings
@@ -61,7 +62,9 @@ class Pricing:
     # (estimate, spec, price table, usage): appends the NAT, load balancer and public address lines.
     network_lines: Callable[[LineSink, EnvSpec, Any, NetworkUsage], None]
     source: str  # the price API, as `vmplane prices` names it
-    default_region: str  # the reader of the price API is cost/refresh_<cloud>.py (it imports the SDK)
+    default_region: str
+    # () -> the price API's reader (clouds/<cloud>/price_api.py `fetch`); imports the SDK, so only at a refresh.
+    fetcher: Callable[[], Fetcher]
     # NAT billed per VM-hour: the history splits the NAT line per pool, so it follows each pool's schedule.
     nat_per_vm_hour: bool = False
 

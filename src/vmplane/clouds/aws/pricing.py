@@ -3,9 +3,12 @@ the network lines, a NAT gateway and an ALB. Plain data and arithmetic: no SDK, 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vmplane.clouds.descriptor import LineSink, NetworkUsage, Pricing
+
+if TYPE_CHECKING:
+    from vmplane.clouds.price_api import Fetcher
 
 HOURS_PER_MONTH = 730.0
 
@@ -62,6 +65,12 @@ PINNED = [
 ]
 
 
+def _fetcher() -> Fetcher:
+    from vmplane.clouds.aws import price_api
+
+    return price_api.fetch
+
+
 def _pinned() -> list[dict[str, Any]]:
     return PINNED
 
@@ -69,6 +78,7 @@ def _pinned() -> list[dict[str, Any]]:
 PRICING = Pricing(
     pinned=_pinned,
     network_lines=network_lines,
+    fetcher=_fetcher,
     source="AWS Price List API",
     default_region="us-east-1",
 )

@@ -3,9 +3,12 @@ prices and the network lines, Cloud NAT per VM-hour and global forwarding rules.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vmplane.clouds.descriptor import LineSink, NetworkUsage, Pricing
+
+if TYPE_CHECKING:
+    from vmplane.clouds.price_api import Fetcher
 
 HOURS_PER_MONTH = 730.0
 
@@ -63,6 +66,12 @@ PINNED = [
 ]
 
 
+def _fetcher() -> Fetcher:
+    from vmplane.clouds.gcp import price_api
+
+    return price_api.fetch
+
+
 def _pinned() -> list[dict[str, Any]]:
     return PINNED
 
@@ -70,6 +79,7 @@ def _pinned() -> list[dict[str, Any]]:
 PRICING = Pricing(
     pinned=_pinned,
     network_lines=network_lines,
+    fetcher=_fetcher,
     source="Cloud Billing Catalog API",
     default_region="us-central1",
     nat_per_vm_hour=True,
