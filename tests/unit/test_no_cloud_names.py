@@ -1,7 +1,7 @@
 """Outside a cloud's packages no code names a cloud (issue 27): every per-cloud fact is in its descriptor
 (clouds/<cloud>/descriptor.py) and clouds/registry.py is the one list. An AST scan of src/vmplane outside
-clouds/, sandbox/ and tf/ fails on any `Cloud.<member>`, any comparison with a cloud's name, and any dict
-literal keyed by either; each hit is printed as file:line."""
+clouds/, sandbox/ and tf/ fails on any `Cloud.<member>`, any comparison (or `case`) with a cloud's name, and
+any dict literal keyed by either; each hit is printed as file:line."""
 
 from __future__ import annotations
 
@@ -57,6 +57,8 @@ def hits(source: str, filename: str = "<snippet>") -> list[str]:
             named = [e.value for e in flat if _cloud_name(e) and isinstance(e, ast.Constant)]
             if named:
                 out.append(f"{filename}:{line}: compares with {', '.join(map(repr, named))}")
+        elif isinstance(node, ast.MatchValue) and _cloud_name(node.value):
+            out.append(f"{filename}:{line}: matches {getattr(node.value, 'value', '')!r}")
         elif isinstance(node, ast.Dict):
             keys = [k for k in node.keys if k is not None and (_cloud_name(k) or _cloud_member(k))]
             if keys:
@@ -89,6 +91,7 @@ def test_the_scanner_finds_each_kind_of_hit() -> None:
         "c = name in ('azure', 'other')\n"
         "d = {'gcp': 1, 'x': 2}\n"
         "e = {Cloud.aws: 1}\n"
+        "match cloud:\n    case 'proxmox':\n        pass\n"
     )
     found = hits(snippet)
     assert "<snippet>:1: Cloud.gcp" in found and "<snippet>:2: Cloud.proxmox" in found
@@ -96,6 +99,7 @@ def test_the_scanner_finds_each_kind_of_hit() -> None:
     assert "<snippet>:4: compares with 'azure'" in found
     assert "<snippet>:5: a table keyed by cloud (1 keys)" in found
     assert {"<snippet>:6: Cloud.aws", "<snippet>:6: a table keyed by cloud (1 keys)"} <= set(found)
+    assert "<snippet>:8: matches 'proxmox'" in found
 
 
 def test_the_scanner_passes_neutral_code() -> None:
