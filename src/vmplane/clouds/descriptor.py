@@ -57,8 +57,8 @@ class Pricing:
     """How vmplane prices a cloud: its pinned list-price tables, the network lines (NAT, load balancer,
     public addresses) it bills, and the price API `vmplane prices refresh` reads."""
 
-    # () -> the pinned tables, each the fields of a cost/prices.py PriceTable but its cloud.
-    pinned: Callable[[], Sequence[dict[str, Any]]]
+    # The pinned tables, each the fields of a cost/prices.py PriceTable but its cloud (plain data).
+    pinned: Sequence[dict[str, Any]]
     # (estimate, spec, price table, usage): appends the NAT, load balancer and public address lines.
     network_lines: Callable[[LineSink, EnvSpec, Any, NetworkUsage], None]
     source: str  # the price API, as `vmplane prices` names it

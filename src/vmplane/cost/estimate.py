@@ -12,11 +12,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from vmplane.clouds.descriptor import NetworkUsage
+from vmplane.clouds.pricing import HOURS_PER_MONTH, money
 from vmplane.clouds.registry import descriptor_for
 from vmplane.cost.prices import table_for
 from vmplane.envspec.models import AsgPool, EnvSpec, FixedPool
 
-HOURS_PER_MONTH = 730.0
 DEFAULT_NAT_GB = 100.0  # data through NAT per month: package installs, image pulls, updates
 DEFAULT_LB_CAPACITY_UNITS = 1.0  # ALB LCUs in use on average: a light web workload
 
@@ -88,10 +88,6 @@ class Estimate:
         }
 
 
-def _money(x: float) -> float:
-    return round(x, 2)
-
-
 def estimate(
     spec: EnvSpec, *, nat_gb: float = DEFAULT_NAT_GB, lb_capacity_units: float = DEFAULT_LB_CAPACITY_UNITS
 ) -> Estimate:
@@ -128,12 +124,12 @@ def estimate(
             out.missing.append(
                 f"pools.{name}.instanceType: no price for {pool.instance_type} in {cloud.value} {region}"
             )
-        monthly = _money(unit * count * HOURS_PER_MONTH) if unit is not None else None
-        scheduled = _money(unit * count * hours) if unit is not None and share is not None else None
+        monthly = money(unit * count * HOURS_PER_MONTH) if unit is not None else None
+        scheduled = money(unit * count * hours) if unit is not None and share is not None else None
         out.lines.append(Line("instance", name, pool.instance_type, count, HOURS_PER_MONTH, unit, monthly, scheduled))
-        disk = _money(prices.disk_gb_month * count * pool.disk_gb)
+        disk = money(prices.disk_gb_month * count * pool.disk_gb)
         # Stopped VMs keep their disks; a group scaled to 0 has none.
-        disk_scheduled = _money(disk * share) if share is not None and isinstance(pool, AsgPool) else None
+        disk_scheduled = money(disk * share) if share is not None and isinstance(pool, AsgPool) else None
         if share is not None and disk_scheduled is None:
             disk_scheduled = disk
         out.lines.append(

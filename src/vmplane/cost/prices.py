@@ -50,7 +50,7 @@ def _pinned() -> dict[tuple[Cloud, str], PriceTable]:
         PriceTable(cloud=d.cloud, **fields)
         for d in descriptors()
         if d.pricing is not None
-        for fields in d.pricing.pinned()
+        for fields in d.pricing.pinned
     )
     return {(t.cloud, t.region): t for t in tables}
 

@@ -6,34 +6,27 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from vmplane.clouds.descriptor import LineSink, NetworkUsage, Pricing
+from vmplane.clouds.pricing import HOURS_PER_MONTH, money, nat_data, public_ips
 
 if TYPE_CHECKING:
     from vmplane.clouds.price_api import Fetcher
 
-HOURS_PER_MONTH = 730.0
-
-
-def _money(x: float) -> float:
-    return round(x, 2)
-
 
 def network_lines(out: LineSink, spec: Any, prices: Any, usage: NetworkUsage) -> None:
     h = HOURS_PER_MONTH
-    out.add("nat", "NAT gateway", 1, prices.nat_hour, _money(prices.nat_hour * h))
-    out.add(
-        "natData", "NAT data processed", usage.nat_gb, prices.nat_gb, _money(prices.nat_gb * usage.nat_gb), unit="GB"
-    )
+    out.add("nat", "NAT gateway", 1, prices.nat_hour, money(prices.nat_hour * h))
+    nat_data(out, prices, usage)
     ips = 1  # the NAT gateway's Elastic IP
     if spec.load_balancer is not None:
         units = usage.lb_capacity_units
         out.assumptions["lbCapacityUnits"] = units
-        out.add("loadBalancer", "ALB", 1, prices.lb_hour, _money(prices.lb_hour * h))
+        out.add("loadBalancer", "ALB", 1, prices.lb_hour, money(prices.lb_hour * h))
         out.add(
             "loadBalancerCapacity", "ALB LCU", units, prices.lb_capacity_unit_hour,
-            _money(prices.lb_capacity_unit_hour * units * h),
+            money(prices.lb_capacity_unit_hour * units * h),
         )  # fmt: skip
         ips += spec.network.zones  # an internet-facing ALB holds one public address per zone
-    out.add("publicIp", "public IPv4 address", ips, prices.public_ip_hour, _money(prices.public_ip_hour * ips * h))
+    public_ips(out, prices, ips)
 
 
 PINNED = [
@@ -71,12 +64,8 @@ def _fetcher() -> Fetcher:
     return price_api.fetch
 
 
-def _pinned() -> list[dict[str, Any]]:
-    return PINNED
-
-
 PRICING = Pricing(
-    pinned=_pinned,
+    pinned=PINNED,
     network_lines=network_lines,
     fetcher=_fetcher,
     source="AWS Price List API",

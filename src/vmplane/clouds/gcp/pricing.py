@@ -6,35 +6,28 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from vmplane.clouds.descriptor import LineSink, NetworkUsage, Pricing
+from vmplane.clouds.pricing import HOURS_PER_MONTH, money, nat_data, public_ips
 
 if TYPE_CHECKING:
     from vmplane.clouds.price_api import Fetcher
-
-HOURS_PER_MONTH = 730.0
-
-
-def _money(x: float) -> float:
-    return round(x, 2)
 
 
 def network_lines(out: LineSink, spec: Any, prices: Any, usage: NetworkUsage) -> None:
     h = HOURS_PER_MONTH
     # Cloud NAT bills each VM that uses it by the hour: a stopped VM costs nothing.
-    sched = _money(prices.nat_hour * usage.scheduled_vm_hours) if out.scheduled else None
+    sched = money(prices.nat_hour * usage.scheduled_vm_hours) if out.scheduled else None
     out.add(
-        "nat", "Cloud NAT (per VM-hour)", usage.vm_hours / h, prices.nat_hour, _money(prices.nat_hour * usage.vm_hours),
+        "nat", "Cloud NAT (per VM-hour)", usage.vm_hours / h, prices.nat_hour, money(prices.nat_hour * usage.vm_hours),
         sched,
     )  # fmt: skip
-    out.add(
-        "natData", "NAT data processed", usage.nat_gb, prices.nat_gb, _money(prices.nat_gb * usage.nat_gb), unit="GB"
-    )
+    nat_data(out, prices, usage)
     ips = 1  # Cloud NAT's first auto-allocated address
     if spec.load_balancer is not None:
         out.assumptions["loadBalancer"] = "two global forwarding rules (HTTPS 443, HTTP 80 redirect)"
         rules = 2
-        out.add("loadBalancer", "global forwarding rule", rules, prices.lb_hour, _money(prices.lb_hour * rules * h))
+        out.add("loadBalancer", "global forwarding rule", rules, prices.lb_hour, money(prices.lb_hour * rules * h))
     out.assumptions["natAddresses"] = "Cloud NAT allocates addresses as ports run out: one is assumed"
-    out.add("publicIp", "public IPv4 address", ips, prices.public_ip_hour, _money(prices.public_ip_hour * ips * h))
+    public_ips(out, prices, ips)
 
 
 PINNED = [
@@ -72,12 +65,8 @@ def _fetcher() -> Fetcher:
     return price_api.fetch
 
 
-def _pinned() -> list[dict[str, Any]]:
-    return PINNED
-
-
 PRICING = Pricing(
-    pinned=_pinned,
+    pinned=PINNED,
     network_lines=network_lines,
     fetcher=_fetcher,
     source="Cloud Billing Catalog API",
