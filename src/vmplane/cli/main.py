@@ -94,13 +94,11 @@ app.add_typer(deps_app, name="deps")
 
 def _add_cloud_commands() -> None:
     """Each cloud's own sub-commands (`vmplane proxmox ...`), as its descriptor names them."""
-    import importlib
-
     from vmplane.clouds.registry import descriptors
 
     for d in descriptors():
         if d.cli is not None:
-            app.add_typer(getattr(importlib.import_module(d.cli.module), d.cli.attr), name=d.cli.name)
+            app.add_typer(d.cli.app.load(), name=d.cli.name)
 
 
 _add_cloud_commands()

@@ -115,7 +115,7 @@ def _from_file(file: Path, endpoint: str | None, node: str | None, ca_file: str 
     provider: Any = load(file).provider
     # This group serves the cloud whose descriptor registers it.
     cli = descriptor_for(provider.cloud).cli
-    if cli is None or cli.module != __name__:
+    if cli is None or cli.app.module != __name__:
         raise UsageError(f"{file}: provider.cloud is not {GROUP}")
     return (
         endpoint or provider.endpoint,

@@ -7,6 +7,7 @@ function importing it when called (boto3 alone costs ~0.3 s of CLI start-up, and
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -70,13 +71,23 @@ class Pricing:
 
 
 @dataclass(frozen=True)
+class Entry:
+    """An object in a layer above the clouds (the CLI, the Terraform stacks), named by module path because a
+    descriptor may not import it; `load` imports it when the upper layer asks."""
+
+    module: str
+    attr: str
+
+    def load(self) -> Any:
+        return getattr(importlib.import_module(self.module), self.attr)
+
+
+@dataclass(frozen=True)
 class CliGroup:
-    """A cloud's own `vmplane <name> ...` sub-commands: a Typer app, imported by module path because the CLI
-    is a layer above clouds (the descriptor may not import it)."""
+    """A cloud's own `vmplane <name> ...` sub-commands: `app` is a Typer app."""
 
     name: str
-    module: str
-    attr: str = "app"
+    app: Entry
 
 
 @dataclass(frozen=True)
@@ -99,6 +110,9 @@ class Descriptor:
     # Files and boot commands this cloud's guest side adds to every VM's cloud-init user-data.
     guest: Callable[[], GuestAddon] | None = None
     cli: CliGroup | None = None
+    # Its generated Terraform stack (tf/stacks.py `CloudStack`), a class built with no arguments; None: `vmplane
+    # tf generate` refuses the cloud.
+    tf_stack: Entry | None = None
 
     @property
     def name(self) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from vmplane.clouds.aws.pricing import PRICING
-from vmplane.clouds.descriptor import Descriptor
+from vmplane.clouds.descriptor import Descriptor, Entry
 from vmplane.envspec.base import Cloud
 
 if TYPE_CHECKING:
@@ -39,5 +39,6 @@ DESCRIPTOR = Descriptor(
     static_problems=_static_problems,
     sandbox_port=_sandbox_port,
     pricing=PRICING,
+    tf_stack=Entry("vmplane.tf.stacks", "AwsStack"),
     sandbox_exec_note=" (moto records SendCommand)",
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from vmplane.clouds.descriptor import Descriptor
+from vmplane.clouds.descriptor import Descriptor, Entry
 from vmplane.clouds.gcp.pricing import PRICING
 from vmplane.envspec.base import Cloud
 
@@ -50,5 +50,6 @@ DESCRIPTOR = Descriptor(
     static_problems=_static_problems,
     sandbox_port=_sandbox_port,
     pricing=PRICING,
+    tf_stack=Entry("vmplane.tf.stacks", "GcpStack"),
     guest=_guest,
 )

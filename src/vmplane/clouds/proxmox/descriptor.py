@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from vmplane.clouds.descriptor import CliGroup, Descriptor
+from vmplane.clouds.descriptor import CliGroup, Descriptor, Entry
 from vmplane.envspec.base import Cloud
 
 if TYPE_CHECKING:
@@ -43,5 +43,5 @@ DESCRIPTOR = Descriptor(
     static_problems=_static_problems,
     image_field="template",
     unpriced="proxmox: the VMs run on your own Proxmox VE hardware, which has no list price to estimate",
-    cli=CliGroup(name="proxmox", module="vmplane.cli.proxmox", attr="proxmox_app"),
+    cli=CliGroup("proxmox", Entry("vmplane.cli.proxmox", "proxmox_app")),
 )
