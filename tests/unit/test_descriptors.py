@@ -37,7 +37,6 @@ def toy() -> Iterator[Descriptor]:
 
     toy = Descriptor(
         cloud=Cloud.azure,
-        title="Toy",
         driver=driver,
         static_problems=lambda spec: [f"toy: {spec.name} checked"],
         sandbox_port=lambda settings: 4999,
@@ -63,7 +62,7 @@ def test_a_registered_cloud_is_served_through_every_seam(toy: Descriptor, spec: 
 def test_registering_again_replaces_the_cached_driver(toy: Descriptor) -> None:
     target = Target(cloud=Cloud.azure, region="westeurope")
     first = registry.driver_for(target)
-    registry.register(replace(toy, title="Toy 2"))
+    registry.register(replace(toy))
     assert registry.driver_for(target) is not first
 
 

@@ -26,4 +26,4 @@ def _static_problems(spec: EnvSpec) -> list[str]:
     return AzureDriver().validate(spec)  # raises ProviderInvalidError: nothing runs on Azure yet
 
 
-DESCRIPTOR = Descriptor(cloud=Cloud("azure"), title="Azure", driver=_driver, static_problems=_static_problems)
+DESCRIPTOR = Descriptor(cloud=Cloud("azure"), driver=_driver, static_problems=_static_problems)

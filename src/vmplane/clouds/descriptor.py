@@ -93,7 +93,6 @@ class CliGroup:
 @dataclass(frozen=True)
 class Descriptor:
     cloud: Cloud
-    title: str  # as messages name the cloud ("Google Cloud")
     driver: Callable[[Target], CloudDriver]
     # What a spec asks that the driver cannot do, with no target, credentials or SDK (`vmplane validate`).
     static_problems: Callable[[EnvSpec], list[str]]
@@ -104,7 +103,7 @@ class Descriptor:
     image_field: str = "image"
     # How the sandbox's emulator treats a pushed exec command, for the push's log (" (moto records ...)").
     sandbox_exec_note: str = ""
-    # Not None: `vmplane cost` prices it. None: nothing is rented, so nothing is estimated (`unpriced` says why).
+    # How `vmplane cost` prices it; `unpriced`: why nothing is estimated (nothing rented). Neither: no price table.
     pricing: Pricing | None = None
     unpriced: str = ""
     # Files and boot commands this cloud's guest side adds to every VM's cloud-init user-data.

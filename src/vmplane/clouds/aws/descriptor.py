@@ -34,7 +34,6 @@ def _sandbox_port(settings: Settings) -> int:
 
 DESCRIPTOR = Descriptor(
     cloud=Cloud("aws"),
-    title="AWS",
     driver=_driver,
     static_problems=_static_problems,
     sandbox_port=_sandbox_port,

@@ -45,7 +45,6 @@ def _guest() -> GuestAddon:
 
 DESCRIPTOR = Descriptor(
     cloud=Cloud("gcp"),
-    title="Google Cloud",
     driver=_driver,
     static_problems=_static_problems,
     sandbox_port=_sandbox_port,

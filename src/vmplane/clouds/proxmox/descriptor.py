@@ -38,7 +38,6 @@ def _static_problems(spec: EnvSpec) -> list[str]:
 
 DESCRIPTOR = Descriptor(
     cloud=Cloud("proxmox"),
-    title="Proxmox VE",
     driver=_driver,
     static_problems=_static_problems,
     image_field="template",
