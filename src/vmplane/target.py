@@ -17,7 +17,9 @@ class Target(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     cloud: Cloud
-    region: str  # Proxmox: the node name(s)
+    region: str  # where the cloud is; on a cloud without regions, what logs print for it (Proxmox: its nodes)
+    # Where the cloud places things, when that is not one region (Proxmox: the node names), for its driver.
+    placement: tuple[str, ...] = ()
     profile: str | None = None  # AWS named profile
     project: str | None = None  # Google Cloud project
     endpoint_url: str | None = None  # the sandbox's; None for the real cloud
@@ -43,7 +45,12 @@ class Target(BaseModel):
                 return base.model_copy(update={"project": p.project})
             case ProxmoxProvider():
                 return base.model_copy(
-                    update={"api_endpoint": p.endpoint, "ca_file": p.ca_file, "verify_tls": p.verify_tls}
+                    update={
+                        "placement": tuple(p.placement),
+                        "api_endpoint": p.endpoint,
+                        "ca_file": p.ca_file,
+                        "verify_tls": p.verify_tls,
+                    }
                 )
             case AzureProvider():
                 return base

@@ -23,7 +23,8 @@ from googleapiclient.http import HttpMockSequence
 from tests.helpers import EXAMPLES
 from typer.testing import CliRunner
 
-from vmplane.cost import refresh_aws, refresh_gcp
+from vmplane.clouds.aws import price_api as refresh_aws
+from vmplane.clouds.gcp import price_api as refresh_gcp
 from vmplane.cost.prices import AWS_US_EAST_1, GCP_US_CENTRAL1, cache_path, choose, table_for
 from vmplane.cost.refresh import PriceRefreshError, refresh
 from vmplane.envspec.models import Cloud
@@ -348,7 +349,7 @@ def test_what_refresh_prices_for_a_file_and_the_usage_errors() -> None:
 
 def test_an_unknown_profile_is_one_line_naming_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """botocore's ProfileNotFound escaped as a 79-line traceback from `vmplane prices refresh`."""
-    from vmplane.cost.refresh_aws import make_client
+    from vmplane.clouds.aws.price_api import make_client
 
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "config"))
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "credentials"))

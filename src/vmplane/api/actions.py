@@ -12,6 +12,7 @@ from __future__ import annotations
 from vmplane.api.schemas import AttachLb, DetachLb, Push, Repair, Rotate, Scale, Start, Stop
 from vmplane.clouds.errors import UnsupportedError
 from vmplane.clouds.registry import driver_for
+from vmplane.clouds.registry import sandbox_endpoint as registry_endpoint
 from vmplane.envspec.base import Cloud
 from vmplane.envspec.impact import CONSEQUENCE, Impact
 from vmplane.envspec.models import EnvSpec
@@ -122,7 +123,7 @@ def sandbox_endpoint(settings: Settings, cloud: Cloud) -> str:
     from vmplane.sandbox import control
 
     info = control.start(settings)
-    return info.endpoint_for(cloud) if cloud in (Cloud.aws, Cloud.gcp) else info.endpoint
+    return registry_endpoint(cloud, info)
 
 
 def _impact(path: str, impact: Impact) -> dict[str, str]:

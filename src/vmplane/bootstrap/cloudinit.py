@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from vmplane.bootstrap import gcp_guest
+from vmplane.bootstrap.guest import GuestAddon
 from vmplane.bootstrap.vmconfig import (
     BOOTSTRAP_LOG_PATH,
     FAILURE_LINES,
@@ -30,7 +30,7 @@ from vmplane.bootstrap.vmconfig import (
     pool_manifest,
 )
 from vmplane.deps.manifest import Manifest
-from vmplane.envspec.models import SENTINEL_PATH, BootstrapMode, Cloud, EnvSpec
+from vmplane.envspec.models import SENTINEL_PATH, BootstrapMode, EnvSpec
 
 NETWORK_NAME = "nginx-on-zop-net"
 NGINX_CONTAINER_NAME = "zop-nginx"
@@ -278,10 +278,11 @@ def render_user_data(
     write_files.append(_encoded(HELPER_PATH, gz_b64(helper_source()), "0644"))
     write_files.append(_encoded(BOOTSTRAP_SCRIPT_PATH, gz_b64(render_bootstrap_script(mode)), "0755"))
     runcmd: list[list[str]] = [["/bin/bash", BOOTSTRAP_SCRIPT_PATH]]
-    if spec.provider.cloud is Cloud.gcp:
-        # The sentinel reported through guest attributes, and the exec mailbox agent.
-        write_files.extend(_file(path, content, perms) for path, content, perms in gcp_guest.guest_files())
-        runcmd = gcp_guest.guest_runcmd(runcmd[0])
+    guest = _guest_of(spec)
+    if guest is not None:
+        # The cloud's guest side (Google Cloud: the sentinel reported through guest attributes, the exec agent).
+        write_files.extend(_file(path, content, perms) for path, content, perms in guest.files())
+        runcmd = guest.runcmd(runcmd[0])
 
     config: dict[str, Any] = {
         # No SSH access at all: interactive access is only through the IAM-gated exec channel.
@@ -299,6 +300,15 @@ def render_user_data(
     )
     body = yaml.dump(config, Dumper=_Dumper, sort_keys=True, default_flow_style=False, width=1000)
     return header + body
+
+
+def _guest_of(spec: EnvSpec) -> GuestAddon | None:
+    # The cloud's descriptor says. Imported here: the registry is a layer above the bootstrap (its drivers
+    # import this module), and every caller (drivers, validate, the Terraform stack) must get the same files.
+    from vmplane.clouds.registry import descriptor_for
+
+    make = descriptor_for(spec.provider.cloud).guest
+    return make() if make is not None else None
 
 
 def check_user_data_size(user_data: str, limit: int) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from vmplane.deps import cache
 from vmplane.deps.manifest import Manifest, family_of_image
 from vmplane.deps.sources import MIRRORS_ENV
-from vmplane.envspec.models import Arch, BootstrapMode, Cloud, EnvSpec
+from vmplane.envspec.models import Arch, BootstrapMode, EnvSpec
 from vmplane.settings import Settings
 
 VMCONFIG_PATH = "/etc/vmplane/vmconfig.json"
@@ -114,7 +114,15 @@ def _field(spec: EnvSpec, pool: str, family_pinned: bool) -> str:
     change (its family comes from `template`); for the NGINX image alone, the pool (`bootstrap.mode`)."""
     if family_pinned:
         return f"pools.{pool}"
-    return f"pools.{pool}.template" if spec.provider.cloud is Cloud.proxmox else f"pools.{pool}.image"
+    return f"pools.{pool}.{_image_field(spec)}"
+
+
+def _image_field(spec: EnvSpec) -> str:
+    # The cloud's descriptor says which pool field picks the OS. Imported here: the registry is a layer
+    # above the bootstrap (its drivers import this module).
+    from vmplane.clouds.registry import descriptor_for
+
+    return descriptor_for(spec.provider.cloud).image_field
 
 
 def record(spec: EnvSpec, home: Path | None = None) -> dict[str, dict[str, str]]:
@@ -139,7 +147,7 @@ def ways_out(spec: EnvSpec, found: list[Unpinned], home: Path | None = None) -> 
     bare = sorted({f for a in archs for f in cache.current(at, BootstrapMode.bare, Arch(a)).families})
     bare_hint = (
         f"`bootstrap.mode: bare` with an image of a family its manifest pins ({', '.join(bare)})"
-        if bare and spec.provider.cloud is not Cloud.proxmox
+        if bare and _image_field(spec) == "image"
         else "`bootstrap.mode: bare` on a template of a pinned family"
         if bare
         else "`bootstrap.mode: bare` once a family is pinned"

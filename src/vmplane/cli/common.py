@@ -160,18 +160,17 @@ def load(path: Path) -> EnvSpec:
 def sandbox_endpoint(cloud: Cloud | None = None) -> str:
     """The sandbox's address for `cloud`'s API, without starting it (planning and generating only
     write it down)."""
-    from vmplane.envspec.base import Cloud
+    from vmplane.clouds.registry import sandbox_address
 
-    port = settings().gcp_sandbox_port if cloud is Cloud.gcp else settings().sandbox_port
-    return f"http://127.0.0.1:{port}"
+    return sandbox_address(cloud, settings())
 
 
 def endpoint_of(info: SandboxInfo, cloud: Cloud | None) -> str:
     """The running sandbox's endpoint for `cloud`: the AWS one for AWS and, as before the GCP sandbox,
     for clouds it does not emulate (their driver then answers with its own refusal)."""
-    from vmplane.envspec.base import Cloud
+    from vmplane.clouds.registry import sandbox_endpoint
 
-    return info.endpoint_for(cloud) if cloud in (Cloud.aws, Cloud.gcp) else info.endpoint
+    return sandbox_endpoint(cloud, info)
 
 
 def target(spec: EnvSpec, sandbox: bool, con: Console) -> Target:

@@ -22,7 +22,6 @@ from vmplane.cli import files, jobs, ops, server
 from vmplane.cli.common import domain_errors
 from vmplane.cli.deps import deps_app
 from vmplane.cli.prices import prices_app
-from vmplane.cli.proxmox import proxmox_app
 from vmplane.cli.sandbox import sandbox_app
 from vmplane.cli.tf import tf_app
 from vmplane.errors import UsageError
@@ -91,7 +90,18 @@ app.add_typer(prices_app, name="prices")
 app.add_typer(ops.lb_app, name="lb")
 app.add_typer(server.tokens_app, name="tokens")
 app.add_typer(deps_app, name="deps")
-app.add_typer(proxmox_app, name="proxmox")
+
+
+def _add_cloud_commands() -> None:
+    """Each cloud's own sub-commands (`vmplane proxmox ...`), as its descriptor names them."""
+    from vmplane.clouds.registry import descriptors
+
+    for d in descriptors():
+        if d.cli is not None:
+            app.add_typer(d.cli.app.load(), name=d.cli.name)
+
+
+_add_cloud_commands()
 
 
 def main() -> None:

@@ -15,6 +15,7 @@ from vmplane.errors import UsageError
 if TYPE_CHECKING:
     from vmplane.clouds.proxmox.node_init import Applied, InitOptions
 
+GROUP = "proxmox"  # as clouds/proxmox/descriptor.py names this group; also the cloud it serves
 proxmox_app = typer.Typer(help="Prepare a Proxmox VE node for vmplane.", no_args_is_help=True)
 
 Opt = typer.Option
@@ -109,10 +110,13 @@ def init_node(
 
 def _from_file(file: Path, endpoint: str | None, node: str | None, ca_file: str | None) -> tuple[Any, Any, Any, bool]:
     from vmplane.cli.common import load
+    from vmplane.clouds.registry import descriptor_for
 
     provider: Any = load(file).provider
-    if getattr(provider, "cloud", None) is None or str(provider.cloud.value) != "proxmox":
-        raise UsageError(f"{file}: provider.cloud is not proxmox")
+    # This group serves the cloud whose descriptor registers it.
+    cli = descriptor_for(provider.cloud).cli
+    if cli is None or cli.app.module != __name__:
+        raise UsageError(f"{file}: provider.cloud is not {GROUP}")
     return (
         endpoint or provider.endpoint,
         node or provider.node or (provider.nodes or [None])[0],

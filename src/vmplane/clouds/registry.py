@@ -1,95 +1,101 @@
-"""Which driver serves a target. Drivers are imported lazily: boto3 alone costs ~0.3 s of CLI start-up,
-the Google clients about as much."""
+"""The one list of clouds: each cloud's descriptor (clouds/<cloud>/descriptor.py), and what the rest of
+vmplane asks of a cloud through it. Descriptors import nothing heavy, so this module is on the CLI's
+start-up path; drivers are imported only when built (boto3 alone costs ~0.3 s, the Google clients about
+as much). `register` adds a cloud from outside this list (a plugin, the tests' toy cloud)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from functools import lru_cache
+from typing import TYPE_CHECKING, Protocol
 
-from vmplane.clouds.base import CloudDriver
-from vmplane.clouds.errors import UnsupportedError
-from vmplane.envspec.models import Cloud, EnvSpec
-from vmplane.target import Target
+from vmplane.clouds.aws.descriptor import DESCRIPTOR as AWS
+from vmplane.clouds.azure_descriptor import DESCRIPTOR as AZURE
+from vmplane.clouds.descriptor import Descriptor
+from vmplane.clouds.gcp.descriptor import DESCRIPTOR as GCP
+from vmplane.clouds.proxmox.descriptor import DESCRIPTOR as PROXMOX
+from vmplane.envspec.base import Cloud
 
+if TYPE_CHECKING:
+    from vmplane.clouds.base import CloudDriver
+    from vmplane.envspec.models import EnvSpec
+    from vmplane.settings import Settings
+    from vmplane.target import Target
 
-def _aws(target: Target) -> CloudDriver:
-    from vmplane.clouds.aws.driver import AwsDriver
-    from vmplane.clouds.aws.session import AwsTarget
-
-    return AwsDriver(AwsTarget(region=target.region, profile=target.profile, endpoint_url=target.endpoint_url))
-
-
-def _gcp(target: Target) -> CloudDriver:
-    from vmplane.clouds.gcp.driver import GcpDriver
-    from vmplane.clouds.gcp.session import GcpTarget
-
-    # Target.for_spec always sets the project from provider.project; only a hand-built Target lacks it,
-    # and then the first call (stepValidate's projects.get) fails naming the empty project.
-    return GcpDriver(GcpTarget(project=target.project or "", region=target.region, endpoint_url=target.endpoint_url))
+# Keyed by the cloud's name so a registered cloud need not be a member of the Cloud enum's file.
+_DESCRIPTORS: dict[str, Descriptor] = {d.name: d for d in (AWS, GCP, AZURE, PROXMOX)}
 
 
-def _proxmox(target: Target) -> CloudDriver:
-    from vmplane.clouds.proxmox.driver import ProxmoxDriver
-    from vmplane.clouds.proxmox.session import PveTarget
-
-    if target.sandbox:
-        raise UnsupportedError(
-            "the sandbox emulates AWS and Google Cloud only; a Proxmox environment needs a Proxmox VE API "
-            "(provider.endpoint)"
-        )
-    nodes = tuple(n for n in target.region.split(",") if n)
-    return ProxmoxDriver(
-        PveTarget(endpoint=target.api_endpoint or "", nodes=nodes, ca_file=target.ca_file, verify_tls=target.verify_tls)
-    )
+def register(descriptor: Descriptor) -> None:
+    """Add (or replace) a cloud; the driver cache is cleared so a replaced cloud's targets get the new driver."""
+    _DESCRIPTORS[descriptor.name] = descriptor
+    driver_for.cache_clear()
 
 
-def _azure(target: Target) -> CloudDriver:
-    from vmplane.clouds.azure import AzureDriver
-
-    return AzureDriver()
+def descriptors() -> list[Descriptor]:
+    return list(_DESCRIPTORS.values())
 
 
-FACTORIES: dict[Cloud, Callable[[Target], CloudDriver]] = {
-    Cloud.aws: _aws,
-    Cloud.gcp: _gcp,
-    Cloud.azure: _azure,
-    Cloud.proxmox: _proxmox,
-}
+def descriptor_for(cloud: Cloud | str) -> Descriptor:
+    name = cloud.value if isinstance(cloud, Cloud) else cloud
+    found = _DESCRIPTORS.get(name)
+    if found is None:
+        from vmplane.clouds.errors import UnsupportedError
+
+        known = ", ".join(sorted(_DESCRIPTORS))
+        raise UnsupportedError(f"provider.cloud {name!r} is not a known cloud ({known})", code="NotImplemented")
+    return found
+
+
+class _Factories(Mapping[Cloud, "Callable[[Target], CloudDriver]"]):
+    """Each cloud's driver factory, read through the descriptors (so a registered cloud is in it too)."""
+
+    def __getitem__(self, cloud: Cloud) -> Callable[[Target], CloudDriver]:
+        return _DESCRIPTORS[cloud.value].driver
+
+    def __iter__(self) -> Iterator[Cloud]:
+        return (d.cloud for d in _DESCRIPTORS.values())
+
+    def __len__(self) -> int:
+        return len(_DESCRIPTORS)
+
+
+FACTORIES = _Factories()
 
 
 def static_problems(spec: EnvSpec) -> list[str]:
     """What `spec` asks that its cloud's driver cannot do (the capability check), each naming the field,
     with no target, credentials, network or cloud SDK import (`vmplane validate`). The driver's own
     `validate` (plan, apply, stepValidate) checks the same and, on Google Cloud, the image references."""
-    cloud = spec.provider.cloud
-    if cloud is Cloud.aws:
-        from vmplane.clouds.aws.capabilities import static_problems as aws
-
-        return aws(spec)
-    if cloud is Cloud.gcp:
-        from vmplane.clouds.gcp.capabilities import static_problems as gcp
-
-        return gcp(spec)
-    if cloud is Cloud.proxmox:
-        from vmplane.clouds.proxmox.capabilities import static_problems as pve
-
-        return pve(spec)
-    from vmplane.clouds.azure import AzureDriver
-
-    return AzureDriver().validate(spec)  # raises ProviderInvalidError: nothing runs on Azure yet
+    return descriptor_for(spec.provider.cloud).static_problems(spec)
 
 
 @lru_cache(maxsize=16)
 def driver_for(target: Target) -> CloudDriver:
     """One driver per target and process: a boto3 session and its clients cost ~0.1-0.3 s to build."""
-    factory = FACTORIES.get(target.cloud)
-    if factory is None:
-        if target.sandbox:
-            raise UnsupportedError(
-                f"the sandbox emulates AWS and Google Cloud only; provider.cloud is {target.cloud.value}"
-            )
-        raise UnsupportedError(
-            f"provider.cloud {target.cloud.value!r} is not implemented yet (AWS, Google Cloud and Proxmox VE are)",
-            code="NotImplemented",
-        )
-    return factory(target)
+    return descriptor_for(target.cloud).driver(target)
+
+
+class _RunningSandbox(Protocol):
+    """What sandbox/control.py's SandboxInfo answers (the sandbox is a layer above the clouds)."""
+
+    @property
+    def endpoint(self) -> str: ...
+
+    def endpoint_for(self, cloud: Cloud) -> str: ...
+
+
+def sandbox_endpoint(cloud: Cloud | None, info: _RunningSandbox) -> str:
+    """The running sandbox's endpoint for `cloud`: its own for a cloud the sandbox emulates, otherwise (and
+    as before the GCP sandbox) the AWS one, where the cloud's driver answers with its own refusal."""
+    if cloud is not None and descriptor_for(cloud).sandbox_port is not None:
+        return info.endpoint_for(cloud)
+    return info.endpoint
+
+
+def sandbox_address(cloud: Cloud | None, settings: Settings) -> str:
+    """The sandbox's address for `cloud`'s API without starting it (planning and generating only write it
+    down): the AWS port for a cloud it does not emulate, as `sandbox_endpoint`."""
+    port_of = descriptor_for(cloud).sandbox_port if cloud is not None else None
+    port = port_of(settings) if port_of is not None else settings.sandbox_port
+    return f"http://127.0.0.1:{port}"

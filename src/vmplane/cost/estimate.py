@@ -11,10 +11,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from vmplane.cost.prices import PriceTable, table_for
-from vmplane.envspec.models import AsgPool, Cloud, EnvSpec, FixedPool
+from vmplane.clouds.descriptor import NetworkUsage
+from vmplane.clouds.pricing import HOURS_PER_MONTH, money
+from vmplane.clouds.registry import descriptor_for
+from vmplane.cost.prices import table_for
+from vmplane.envspec.models import AsgPool, EnvSpec, FixedPool
 
-HOURS_PER_MONTH = 730.0
 DEFAULT_NAT_GB = 100.0  # data through NAT per month: package installs, image pulls, updates
 DEFAULT_LB_CAPACITY_UNITS = 1.0  # ALB LCUs in use on average: a light web workload
 
@@ -42,6 +44,19 @@ class Estimate:
     @property
     def scheduled(self) -> bool:
         return any(line.scheduledMonthly is not None for line in self.lines)
+
+    def add(
+        self,
+        kind: str,
+        type: str,
+        count: float,
+        unit_price: float | None,
+        monthly: float | None,
+        scheduled: float | None = None,
+        unit: str = "hour",
+    ) -> None:
+        """An environment-wide line (no pool) over the month's hours: what a cloud's network lines add."""
+        self.lines.append(Line(kind, None, type, count, HOURS_PER_MONTH, unit_price, monthly, scheduled, unit))
 
     def total(self) -> float:
         return round(sum(line.monthly or 0.0 for line in self.lines), 2)
@@ -73,10 +88,6 @@ class Estimate:
         }
 
 
-def _money(x: float) -> float:
-    return round(x, 2)
-
-
 def estimate(
     spec: EnvSpec, *, nat_gb: float = DEFAULT_NAT_GB, lb_capacity_units: float = DEFAULT_LB_CAPACITY_UNITS
 ) -> Estimate:
@@ -90,10 +101,10 @@ def estimate(
         "asgPools": "priced at `desired` VMs",
         "schedules": "weekly hours x 730/168; a daylight-saving change (one hour, twice a year) is not counted",
     }
-    if cloud is Cloud.proxmox:
-        # Nothing is rented: the VMs use the cluster's own hardware, whose cost vmplane cannot know.
-        why = "proxmox: the VMs run on your own Proxmox VE hardware, which has no list price to estimate"
-        return Estimate("USD", [], assumptions, [why])
+    described = descriptor_for(cloud)
+    if described.unpriced:
+        # Nothing is rented (Proxmox: the cluster's own hardware, whose cost vmplane cannot know).
+        return Estimate("USD", [], assumptions, [described.unpriced])
     if prices is None:
         return Estimate("USD", [], assumptions, [f"no price table for {cloud.value} {region}"])
     assumptions |= {
@@ -113,66 +124,20 @@ def estimate(
             out.missing.append(
                 f"pools.{name}.instanceType: no price for {pool.instance_type} in {cloud.value} {region}"
             )
-        monthly = _money(unit * count * HOURS_PER_MONTH) if unit is not None else None
-        scheduled = _money(unit * count * hours) if unit is not None and share is not None else None
+        monthly = money(unit * count * HOURS_PER_MONTH) if unit is not None else None
+        scheduled = money(unit * count * hours) if unit is not None and share is not None else None
         out.lines.append(Line("instance", name, pool.instance_type, count, HOURS_PER_MONTH, unit, monthly, scheduled))
-        disk = _money(prices.disk_gb_month * count * pool.disk_gb)
+        disk = money(prices.disk_gb_month * count * pool.disk_gb)
         # Stopped VMs keep their disks; a group scaled to 0 has none.
-        disk_scheduled = _money(disk * share) if share is not None and isinstance(pool, AsgPool) else None
+        disk_scheduled = money(disk * share) if share is not None and isinstance(pool, AsgPool) else None
         if share is not None and disk_scheduled is None:
             disk_scheduled = disk
         out.lines.append(
             Line("disk", name, prices.disk_kind, count * pool.disk_gb, HOURS_PER_MONTH, prices.disk_gb_month, disk,
                  disk_scheduled, unit="GB-month")
         )  # fmt: skip
-    _network_lines(out, spec, prices, vm_hours, scheduled_vm_hours, nat_gb, lb_capacity_units)
+    if described.pricing is not None:
+        # NAT, the load balancer and public addresses: each cloud bills them its own way.
+        usage = NetworkUsage(vm_hours, scheduled_vm_hours, nat_gb, lb_capacity_units)
+        described.pricing.network_lines(out, spec, prices, usage)
     return out
-
-
-def _network_lines(
-    out: Estimate,
-    spec: EnvSpec,
-    prices: PriceTable,
-    vm_hours: float,
-    scheduled_vm_hours: float,
-    nat_gb: float,
-    lb_capacity_units: float,
-) -> None:
-    h = HOURS_PER_MONTH
-    scheduled = out.scheduled
-    if spec.provider.cloud is Cloud.gcp:
-        # Cloud NAT bills each VM that uses it by the hour: a stopped VM costs nothing.
-        sched = _money(prices.nat_hour * scheduled_vm_hours) if scheduled else None
-        out.lines.append(
-            Line("nat", None, "Cloud NAT (per VM-hour)", vm_hours / h, h, prices.nat_hour,
-                 _money(prices.nat_hour * vm_hours), sched)
-        )  # fmt: skip
-    else:
-        out.lines.append(Line("nat", None, "NAT gateway", 1, h, prices.nat_hour, _money(prices.nat_hour * h)))
-    out.lines.append(
-        Line("natData", None, "NAT data processed", nat_gb, h, prices.nat_gb, _money(prices.nat_gb * nat_gb),
-             unit="GB")
-    )  # fmt: skip
-    ips = 1  # the NAT gateway's Elastic IP (AWS); Cloud NAT's first auto-allocated address (GCP)
-    if spec.load_balancer is not None:
-        if spec.provider.cloud is Cloud.gcp:
-            out.assumptions["loadBalancer"] = "two global forwarding rules (HTTPS 443, HTTP 80 redirect)"
-            rules = 2
-            out.lines.append(
-                Line("loadBalancer", None, "global forwarding rule", rules, h, prices.lb_hour,
-                     _money(prices.lb_hour * rules * h))
-            )  # fmt: skip
-        else:
-            out.assumptions["lbCapacityUnits"] = lb_capacity_units
-            out.lines.append(Line("loadBalancer", None, "ALB", 1, h, prices.lb_hour, _money(prices.lb_hour * h)))
-            out.lines.append(
-                Line("loadBalancerCapacity", None, "ALB LCU", lb_capacity_units, h, prices.lb_capacity_unit_hour,
-                     _money(prices.lb_capacity_unit_hour * lb_capacity_units * h))
-            )  # fmt: skip
-            ips += spec.network.zones  # an internet-facing ALB holds one public address per zone
-    if spec.provider.cloud is Cloud.gcp:
-        out.assumptions["natAddresses"] = "Cloud NAT allocates addresses as ports run out: one is assumed"
-    out.lines.append(
-        Line("publicIp", None, "public IPv4 address", ips, h, prices.public_ip_hour,
-             _money(prices.public_ip_hour * ips * h))
-    )  # fmt: skip

@@ -67,7 +67,11 @@ def rates(spec: EnvSpec, est: Estimate, stopped: list[str]) -> tuple[list[dict[s
     On Google Cloud, Cloud NAT bills per VM-hour: it is split per pool, so it follows each pool's
     schedule and stop.
     """
-    from vmplane.envspec.models import AsgPool, Cloud
+    from vmplane.clouds.registry import descriptor_for
+    from vmplane.envspec.models import AsgPool
+
+    pricing = descriptor_for(spec.provider.cloud).pricing
+    nat_per_vm = pricing is not None and pricing.nat_per_vm_hour
 
     out: list[dict[str, Any]] = []
     schedules: dict[str, Any] = {}
@@ -75,7 +79,7 @@ def rates(spec: EnvSpec, est: Estimate, stopped: list[str]) -> tuple[list[dict[s
     for line in est.lines:
         unit = line.unitPrice
         per_hour = 1.0 if line.unit == "hour" else 1 / HOURS_PER_MONTH  # GB-month, GB (a month's data)
-        if line.kind == "nat" and spec.provider.cloud is Cloud.gcp:
+        if line.kind == "nat" and nat_per_vm:
             parts = sorted(vm_counts.items(), key=lambda kv: kv[0] or "")
             kind_for_pool = "instance"  # a VM-hour: it follows the pool like its instances
         else:

@@ -1,6 +1,7 @@
 """`vmplane prices refresh`: read one cloud's price API for one region into the user's cache.
 
-The cloud-specific halves (refresh_aws.py: boto3 `pricing`; refresh_gcp.py: the Cloud Billing Catalog)
+The cloud-specific halves (clouds/aws/price_api.py: boto3 `pricing`; clouds/gcp/price_api.py: the Cloud
+Billing Catalog)
 turn the API's answers into a `Fetched`; this module decides what to price, checks that every row the
 estimate needs was found, and only then replaces the cache file (atomically). A failure — no network,
 no credentials, a row not found — names what failed and leaves the old cache as it was. An instance type
@@ -10,43 +11,29 @@ written as 0.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
+from vmplane.clouds.descriptor import Pricing
+from vmplane.clouds.price_api import Fetched, Fetcher, PriceRefreshError, Progress
+from vmplane.clouds.registry import descriptors
 from vmplane.cost.prices import SCALAR_KEYS, TABLES, PriceTable, cache_path, choose, write_cache
 from vmplane.envspec.models import Cloud
-from vmplane.errors import VmplaneError
 
-SOURCES = {Cloud.aws: "AWS Price List API", Cloud.gcp: "Cloud Billing Catalog API"}
-DEFAULT_REGIONS = {Cloud.aws: "us-east-1", Cloud.gcp: "us-central1"}
+
+def _priced() -> dict[Cloud, Pricing]:
+    return {d.cloud: d.pricing for d in descriptors() if d.pricing is not None}
+
+
+# Each priced cloud's price API and the region a refresh reads by default, from its descriptor.
+SOURCES = {cloud: pricing.source for cloud, pricing in _priced().items()}
+DEFAULT_REGIONS = {cloud: pricing.default_region for cloud, pricing in _priced().items()}
+__all__ = ["Fetched", "Fetcher", "PriceRefreshError", "Progress", "Refreshed", "refresh"]
 # Every row besides the instance types; a table without one of them is not written.
 SCALAR_ROWS = tuple(SCALAR_KEYS)
-
-Progress = Callable[[str], None]
-
-
-class PriceRefreshError(VmplaneError):
-    """A price API could not be read, or did not hold every row the estimate needs; the cache is unchanged."""
-
-    http_status = 502
-
-
-@dataclass
-class Fetched:
-    """What one price API answered for one region, before it becomes a table."""
-
-    instance_hour: dict[str, float] = field(default_factory=dict)
-    scalars: dict[str, float] = field(default_factory=dict)  # SCALAR_ROWS -> price
-    evidence: dict[str, str] = field(default_factory=dict)  # row -> the SKU/product it came from
-    missing: dict[str, str] = field(default_factory=dict)  # row -> why it was not found
-    notes: list[str] = field(default_factory=list)
-
-
-class Fetcher(Protocol):
-    def __call__(self, region: str, instance_types: list[str], disk_kind: str, progress: Progress) -> Fetched: ...
 
 
 @dataclass
@@ -130,11 +117,6 @@ def _disk_kind(cloud: Cloud) -> str:
 
 
 def _fetcher(cloud: Cloud) -> Fetcher:
-    # Imported here: boto3 and googleapiclient load only when a refresh runs, never on `vmplane cost`'s path.
-    if cloud is Cloud.aws:
-        from vmplane.cost import refresh_aws
-
-        return refresh_aws.fetch
-    from vmplane.cost import refresh_gcp
-
-    return refresh_gcp.fetch
+    # The cloud's price API reader (clouds/<cloud>/price_api.py), imported only when a refresh runs: boto3 and
+    # googleapiclient never load on `vmplane cost`'s path.
+    return _priced()[cloud].fetcher()

@@ -20,7 +20,8 @@ from typing import Any
 
 from vmplane.bootstrap.runtime import render_push_script, runtime_hash
 from vmplane.clouds.base import CloudDriver, Context, runtime_script_problem
-from vmplane.envspec.models import Cloud, EnvSpec
+from vmplane.clouds.registry import descriptor_for
+from vmplane.envspec.models import EnvSpec
 from vmplane.envspec.secrets import SecretRef, SecretStore, secret_refs
 from vmplane.errors import VmplaneError
 from vmplane.observe import redact
@@ -132,7 +133,7 @@ def push_runtime(driver: CloudDriver, ctx: Context, *, sandbox: bool, force: boo
         raise RuntimePushError(f"runtime push failed on {len(failed)} VMs: " + "; ".join(failed))
     ctx.log(f"runtime settings ({_what(ctx.spec, want)}) pushed to {len(stale)} VMs through the exec channel")
     if sandbox:
-        which = " (moto records SendCommand)" if driver.cloud is Cloud.aws else ""
+        which = descriptor_for(driver.cloud).sandbox_exec_note
         ctx.log(
             f"sandbox: the emulator records the push command but runs nothing{which}, so no VM fetched its "
             f"{len(want.fetched)} secrets here; the tests run the recorded script locally"

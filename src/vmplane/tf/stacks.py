@@ -94,4 +94,11 @@ class GcpStack:
         return backend.sandbox_override(spec, endpoint)
 
 
-STACKS: dict[Cloud, CloudStack] = {Cloud.aws: AwsStack(), Cloud.gcp: GcpStack()}
+def _stacks() -> dict[Cloud, CloudStack]:
+    # Each cloud's stack, as its descriptor names it (this module's classes above are defined by now).
+    from vmplane.clouds.registry import descriptors
+
+    return {d.cloud: d.tf_stack.load()() for d in descriptors() if d.tf_stack is not None}
+
+
+STACKS: dict[Cloud, CloudStack] = _stacks()

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vmplane.cost.refresh import Fetched, PriceRefreshError, Progress
+from vmplane.clouds.price_api import Fetched, PriceRefreshError, Progress
 
 COMPUTE_ENGINE = "services/6F81-5844-456A"
 NETWORKING = "services/E505-1604-58F8"

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vmplane.cost.refresh import Fetched, PriceRefreshError, Progress
+from vmplane.clouds.price_api import Fetched, PriceRefreshError, Progress
 
 PRICING_REGION = "us-east-1"  # where the Price List API answers (for the prices of every region)
 PAGE_SIZE = 100  # the API's maximum
