@@ -114,7 +114,7 @@ def _field(spec: EnvSpec, pool: str, family_pinned: bool) -> str:
     change (its family comes from `template`); for the NGINX image alone, the pool (`bootstrap.mode`)."""
     if family_pinned:
         return f"pools.{pool}"
-    return f"pools.{pool}.template" if spec.provider.cloud is Cloud.proxmox else f"pools.{pool}.image"
+    return f"pools.{pool}.proxmox.template" if spec.provider.cloud is Cloud.proxmox else f"pools.{pool}.image"
 
 
 def record(spec: EnvSpec, home: Path | None = None) -> dict[str, dict[str, str]]:
