@@ -106,7 +106,6 @@ class CloudSpec:
     moved: tuple[Moved, ...] = ()  # old locations still read (with a warning)
     checks: tuple[Check, ...] = ()  # the cloud's limits and rules, run on the validated spec
     starter: Starter | None = None
-    no_pool_options_hint: str = ""  # why a pool option of another cloud does not apply here
 
 
 def spec_error(loc: Loc, value: Any, message: str, kind: str = "cloud_mismatch") -> InitErrorDetails:

@@ -13,7 +13,7 @@ import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 from pydantic_core import InitErrorDetails
 
 from vmplane.envspec.cloudspec import CloudOptions, CloudSpec, has, missing, snake, spec_error
@@ -33,8 +33,6 @@ def option_model(spec: CloudSpec, section: str) -> type[CloudOptions] | None:
 
 def option_fields(section: str) -> dict[str, Any]:
     """`create_model` fields for a section: one optional key per cloud that has options there."""
-    from pydantic import Field
-
     out: dict[str, Any] = {}
     for spec in SPECS.values():
         if (model := option_model(spec, section)) is not None:

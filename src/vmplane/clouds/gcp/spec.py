@@ -86,11 +86,6 @@ class GcpLoadBalancer(CloudOptions):
     )
 
 
-def interactive(spec: EnvSpec) -> bool:
-    """Whether interactive sessions (TCP 22 from IAP only) are allowed: true unless exec.gcp.interactive is false."""
-    return spec.exec_interactive
-
-
 GCS_BUCKET_NAME = Rule(
     "Cloud Storage", "400 invalid (bucket name)", "https://cloud.google.com/storage/docs/naming-buckets"
 )
