@@ -57,6 +57,16 @@ def test_old_places_load_as_the_new_ones_with_a_positioned_warning_each() -> Non
     assert warned[0].message == "moved to pools.web.proxmox.template (this place is still read, for now)"
 
 
+def test_a_setting_at_both_places_is_read_once_or_refused_when_they_differ() -> None:
+    same = {"mode": "fixed", "size": 1, "template": 9000, "proxmox": {"template": 9000}}
+    assert pool_options(parse_spec_text(text(PVE, same), "same.jsonc").pools["web"]).template == 9000
+    [issue] = issues(text(PVE, {**same, "template": 9001}))
+    assert (issue.path, issue.message) == (
+        "pools.web.template",
+        "also given at pools.web.proxmox.template: keep that one",
+    )
+
+
 @pytest.mark.parametrize(
     ("provider", "section", "old", "new"),
     [

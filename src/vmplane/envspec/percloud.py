@@ -59,7 +59,8 @@ _MOVED: dict[int, tuple[MovedSetting, ...]] = {}
 class Prepared:
     data: Any  # the input, ready for the models
     moved: tuple[MovedSetting, ...] = ()
-    # Another cloud's options, taken out before validation (so their own errors do not hide the refusal).
+    # Another cloud's options, taken out before validation (so their own errors do not hide the refusal), and
+    # settings given at both places with two values.
     foreign: tuple[InitErrorDetails, ...] = ()
 
 
@@ -68,10 +69,10 @@ def prepare(data: Any) -> Prepared:
     `check`) and the cloud's defaults filled in."""
     if not isinstance(data, dict):
         return Prepared(data)
-    data, moved = _move(dict(data))
+    data, moved, twice = _move(dict(data))
     if (cloud := spec_for(data.get("provider"))) is None:
-        return Prepared(data, moved)
-    foreign = _take_foreign(data, cloud, moved)
+        return Prepared(data, moved, twice)
+    foreign = (*twice, *_take_foreign(data, cloud, moved))
     if isinstance(pools := data.get("pools"), dict):
         data["pools"] = {name: cloud.fill_pool(p) if isinstance(p, dict) else p for name, p in pools.items()}
     for key in _SECTION_KEYS["loadBalancer"]:
@@ -116,8 +117,10 @@ def _take_foreign(
     return tuple(out)
 
 
-def _move(data: dict[str, Any]) -> tuple[dict[str, Any], tuple[MovedSetting, ...]]:
+def _move(data: dict[str, Any]) -> tuple[dict[str, Any], tuple[MovedSetting, ...], tuple[InitErrorDetails, ...]]:
+    """Old settings moved under their cloud's key; one given at both places with two values is refused."""
     moved: list[MovedSetting] = []
+    twice: list[InitErrorDetails] = []
 
     def move(section: dict[str, Any], path: tuple[str, ...], kind: str) -> dict[str, Any]:
         out = dict(section)
@@ -125,10 +128,14 @@ def _move(data: dict[str, Any]) -> tuple[dict[str, Any], tuple[MovedSetting, ...
             for m in (m for m in spec.moved if m.section == kind):
                 old = m.key if m.key in out else snake(m.key) if snake(m.key) in out else None
                 own = out.get(spec.name, {})
-                if old is None or not isinstance(own, dict) or has(own, m.key):
-                    continue  # given in both places: the old key stays, and is refused as unknown
-                out[spec.name] = {**own, m.key: out.pop(old)}
-                moved.append(MovedSetting((*path, m.key), (*path, spec.name, m.key), spec.name))
+                if old is None or not isinstance(own, dict):
+                    continue
+                value, new = out.pop(old), (*path, spec.name, m.key)
+                if has(own, m.key) and own.get(m.key, own.get(snake(m.key))) != value:
+                    twice.append(spec_error((*path, m.key), value, f"also given at {'.'.join(new)}: keep that one"))
+                    continue
+                out[spec.name] = {**own, m.key: value}
+                moved.append(MovedSetting((*path, m.key), new, spec.name))
         return out
 
     if isinstance(pools := data.get("pools"), dict):
@@ -139,7 +146,7 @@ def _move(data: dict[str, Any]) -> tuple[dict[str, Any], tuple[MovedSetting, ...
         for key in keys:
             if isinstance(value := data.get(key), dict):
                 data[key] = move(value, (section,), section)
-    return data, tuple(moved)
+    return data, tuple(moved), tuple(twice)
 
 
 def remember(spec: EnvSpec, moved: tuple[MovedSetting, ...]) -> None:
