@@ -19,6 +19,7 @@ from vmplane.clouds.proxmox.spec import pool_options
 from vmplane.envspec import percloud
 from vmplane.envspec.base import ExecMode
 from vmplane.envspec.cloudspec import CloudOptions, CloudSpec, IdPattern, ProviderBase, plain_pool_defaults
+from vmplane.envspec.impact import Impact, diff
 from vmplane.envspec.load import SpecError, SpecIssue, parse_spec_text
 from vmplane.envspec.models import EnvSpec, spec_json
 from vmplane.jobs.precheck import issues_at
@@ -126,6 +127,20 @@ def test_a_recorded_old_shape_spec_still_loads_and_records_the_new_shape() -> No
     )  # fmt: skip
     assert gcp.exec_interactive is False
     assert gcp.load_balancer is not None and gcp.load_balancer.options(GcpLoadBalancer) == GcpLoadBalancer(dns_zone="z")
+
+
+def test_a_recorded_old_shape_document_diffs_as_unchanged_against_the_same_spec_now() -> None:
+    """jobs/apply.py compares the recorded document with the file's: an old-shape record is no change."""
+    old = {"name": "d", "org": "a", "provider": PVE, "pools": {"web": {"mode": "fixed", "size": 1, "template": 9000}}}
+    now = spec_json(EnvSpec.model_validate(old))
+    recorded = spec_json(EnvSpec.model_validate(old))
+    recorded["pools"]["web"] = {**recorded["pools"]["web"].pop("proxmox"), **recorded["pools"]["web"]}
+    assert "template" in recorded["pools"]["web"]  # as written before the move
+    assert percloud.current_shape(recorded) == now
+    assert diff(percloud.current_shape(recorded), now) == []
+    grown = spec_json(EnvSpec.model_validate({**old, "pools": {"web": {"mode": "fixed", "size": 1, "template": 9001}}}))
+    changes = {c.path: c.impact for c in diff(percloud.current_shape(recorded), grown)}
+    assert changes == {"pools.web.proxmox.template": Impact.vm, "pools.web.image": Impact.vm}  # image: its label
 
 
 def test_validate_prints_the_moved_warnings_and_lists_them_in_json(tmp_path: Path) -> None:

@@ -149,6 +149,12 @@ def _move(data: dict[str, Any]) -> tuple[dict[str, Any], tuple[MovedSetting, ...
     return data, tuple(moved), tuple(twice)
 
 
+def current_shape(doc: dict[str, Any]) -> dict[str, Any]:
+    """A recorded spec document with its old-place settings moved under their cloud's key, as the models read
+    it: what a job recorded before the move compares equal to the same spec recorded now."""
+    return _move(dict(doc))[0]
+
+
 def remember(spec: EnvSpec, moved: tuple[MovedSetting, ...]) -> None:
     if moved:
         _MOVED[id(spec)] = moved
