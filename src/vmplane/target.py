@@ -33,27 +33,11 @@ class Target(BaseModel):
 
     @classmethod
     def for_spec(cls, spec: EnvSpec, sandbox_endpoint: str | None) -> Target:
-        from vmplane.envspec.provider import AwsProvider, AzureProvider, GcpProvider, ProxmoxProvider
-
         p = spec.provider
-        base = cls(cloud=p.cloud, region=p.region, endpoint_url=sandbox_endpoint)
-        match p:
-            case AwsProvider():
-                # Sandbox credentials are fixed dummies: a named profile must not leak into them.
-                return base.model_copy(update={"profile": None if sandbox_endpoint else p.profile})
-            case GcpProvider():
-                return base.model_copy(update={"project": p.project})
-            case ProxmoxProvider():
-                return base.model_copy(
-                    update={
-                        "placement": tuple(p.placement),
-                        "api_endpoint": p.endpoint,
-                        "ca_file": p.ca_file,
-                        "verify_tls": p.verify_tls,
-                    }
-                )
-            case AzureProvider():
-                return base
+        # Each provider shape names what it adds (a profile, a project, an API endpoint).
+        return cls(
+            cloud=p.cloud, region=p.region, endpoint_url=sandbox_endpoint, **p.target_fields(bool(sandbox_endpoint))
+        )
 
     def describe(self) -> str:
         where = f"sandbox at {self.endpoint_url}" if self.sandbox else self.api_endpoint or self.cloud.value

@@ -12,8 +12,11 @@ import botocore.session
 import pytest
 
 from vmplane.clouds.aws import naming as aws_naming
+from vmplane.clouds.aws import spec as aws_spec
 from vmplane.clouds.base import Tagger
 from vmplane.clouds.gcp import naming as gcp_naming
+from vmplane.clouds.gcp import spec as gcp_spec
+from vmplane.clouds.proxmox import spec as pve_spec
 from vmplane.clouds.tags import proxmox_tags
 from vmplane.envspec import cloudlimits
 from vmplane.envspec.base import Cloud
@@ -33,7 +36,7 @@ def spec_text(cloud: str, **fields: object) -> str:
     """A small file, one member per line, so an issue's line names the member."""
     pool: dict[str, object] = {"mode": "fixed", "size": 2}
     if cloud == "proxmox":
-        pool["template"] = 9000
+        pool["proxmox"] = {"template": 9000}
     members = {"name": "demo", "org": "acme", "provider": PROVIDERS[cloud], "pools": {"web": pool}, **fields}
     body = ",\n".join(f"  {json.dumps(k)}: {json.dumps(v, ensure_ascii=False)}" for k, v in members.items())
     return "{\n" + body + "\n}\n"
@@ -81,7 +84,7 @@ def test_aws_tag_text_of_any_script_with_spaces_and_the_allowed_punctuation_is_a
 
 def test_aws_more_than_50_tags_counting_vmplanes_six_is_refused():
     """Old: 45 user tags validated; with vmplane's five tagPrefix keys and Name a resource gets 51."""
-    limit = cloudlimits.AWS_MAX_TAGS - len(cloudlimits.vmplane_tag_keys(_spec("aws")))
+    limit = aws_spec.AWS_MAX_TAGS - len(cloudlimits.vmplane_tag_keys(_spec("aws")))
     accepted("aws", tags={f"t{i}": "v" for i in range(limit)})
     issue = refused("aws", tags={f"t{i}": "v" for i in range(limit + 1)})
     assert issue.path == "tags" and "51 tags per resource" in issue.message and "TagLimitExceeded" in issue.message
@@ -115,7 +118,7 @@ def test_aws_names_whose_derived_lb_name_is_fine_are_accepted(name):
 def test_the_alb_head_matches_the_driver_on_the_longest_names():
     for name in (LONGEST, "internal-" + "x" * 23, "a" * 18 + "-b", "x"):
         spec = _spec("aws", name=name, org=LONGEST)
-        assert aws_naming.lb_base_name(spec).startswith(cloudlimits.alb_name_head(name))
+        assert aws_naming.lb_base_name(spec).startswith(aws_spec.alb_name_head(name))
         assert len(aws_naming.target_group_name(spec)) <= 32 and len(aws_naming.lb_base_name(spec)) <= 32
 
 
@@ -126,7 +129,7 @@ def test_aws_a_health_check_path_over_1024_characters_is_refused():
     assert issue.path == "loadBalancer.healthCheck.path" and "1025 characters" in issue.message
     accepted("aws", loadBalancer={**lb, "healthCheck": {"path": "/" + "p" * 1023}})
     model = botocore.session.get_session().get_service_model("elbv2").operation_model("CreateTargetGroup")
-    assert model.input_shape.members["HealthCheckPath"].metadata["max"] == cloudlimits.AWS_MAX_HEALTH_PATH
+    assert model.input_shape.members["HealthCheckPath"].metadata["max"] == aws_spec.AWS_MAX_HEALTH_PATH
 
 
 @pytest.mark.parametrize(
@@ -162,7 +165,7 @@ def test_gcp_state_bucket_names_cloud_storage_refuses():
 
 def test_gcp_more_than_64_labels_counting_vmplanes_is_refused():
     """Old: validated; Compute Engine allows 64 labels and vmplane adds five (Name is not a label)."""
-    limit = cloudlimits.GCP_MAX_LABELS - len(cloudlimits.VMPLANE_TAG_NAMES)
+    limit = gcp_spec.GCP_MAX_LABELS - len(cloudlimits.VMPLANE_TAG_NAMES)
     accepted("gcp", tags={f"t{i}": "v" for i in range(limit)})
     issue = refused("gcp", tags={f"t{i}": "v" for i in range(limit + 1)})
     assert issue.path == "tags" and "65 labels" in issue.message
@@ -216,7 +219,7 @@ def test_proxmox_a_tag_prefix_that_folds_to_a_bad_token_is_refused():
 
 def test_proxmox_ordinary_tags_are_accepted_and_fold_as_checked():
     accepted("proxmox", tags={"Team": "Platform", "cost_center": "cc-1234", "v1.2": "x+y"})
-    assert all(cloudlimits._PVE_TAG_RE.fullmatch(t) for t in proxmox_tags({"Team": "Platform", "v1.2": "x+y"}))
+    assert all(pve_spec.tag_token_ok(t) for t in proxmox_tags({"Team": "Platform", "v1.2": "x+y"}))
 
 
 # -- what still validates ------------------------------------------------------------------------
@@ -249,7 +252,9 @@ def _refused_name(cloud: str, name: str, **fields: object) -> SpecIssue:
 
 
 def test_every_rule_names_who_answers_and_a_source_on_the_providers_own_site():
-    rules = [v for v in vars(cloudlimits).values() if isinstance(v, cloudlimits.Rule)]
+    # Each cloud's rules live in its spec module (clouds/<cloud>/spec.py RULES).
+    rules = [r for m in (aws_spec, gcp_spec, pve_spec) for r in m.RULES]
+    assert all(isinstance(r, cloudlimits.Rule) for r in rules)
     assert len(rules) == 9  # AWS: tag characters, tag count, aws: prefix, ALB name, health path, S3; GCS; labels; PVE
     hosts = ("https://docs.aws.amazon.com/", "https://cloud.google.com/", "https://git.proxmox.com/")
     assert all(r.who and r.answer and r.source.startswith(hosts) for r in rules)

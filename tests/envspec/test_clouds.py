@@ -4,25 +4,18 @@ import json
 
 import pytest
 
+from vmplane.clouds.aws.spec import AwsProvider
+from vmplane.clouds.gcp.spec import GcpLoadBalancer, GcpProvider
+from vmplane.clouds.proxmox.spec import ProxmoxProvider, pool_options
 from vmplane.envspec.load import SpecError, SpecIssue, parse_spec_text
-from vmplane.envspec.models import (
-    AwsProvider,
-    CertSource,
-    Cloud,
-    EnvSpec,
-    ExecMode,
-    FixedPool,
-    GcpProvider,
-    ProxmoxProvider,
-    spec_json,
-)
+from vmplane.envspec.models import CertSource, Cloud, EnvSpec, ExecMode, FixedPool, spec_json
 from vmplane.envspec.starter import render_starter
 from vmplane.target import Target
 
 GCP = '{ "cloud": "gcp", "project": "shop-prod-1", "region": "us-central1" }'
 PVE = '{ "cloud": "proxmox", "endpoint": "https://pve.example:8006", "node": "pve1" }'
 AWS = '{ "cloud": "aws", "region": "us-east-1" }'
-PVE_POOL = '"web": { "mode": "fixed", "size": 2, "template": 9000 }'
+PVE_POOL = '"web": { "mode": "fixed", "size": 2, "proxmox": { "template": 9000 } }'
 FIXED = '"web": { "mode": "fixed", "size": 2 }'
 
 
@@ -167,7 +160,7 @@ def test_aws_defaults_are_unchanged():
     # No Proxmox keys and no exec mode are written into an AWS spec: recorded specs stay as they were.
     doc = spec_json(spec)
     assert doc["exec"] == {}
-    assert not {"template", "cores", "memoryMb"} & set(doc["pools"]["web"])
+    assert not {"template", "cores", "memoryMb", "proxmox"} & set(doc["pools"]["web"])
 
 
 def test_gcp_defaults():
@@ -178,12 +171,13 @@ def test_gcp_defaults():
 
 
 def test_proxmox_defaults_and_derived_labels():
-    spec = load(PVE, PVE_POOL + ', "big": { "mode": "fixed", "size": 1, "template": "deb-12", "cores": 8, '
-                '"instanceType": "large" }')  # fmt: skip
+    spec = load(PVE, PVE_POOL + ', "big": { "mode": "fixed", "size": 1, "proxmox": { "template": "deb-12", '
+                '"cores": 8 }, "instanceType": "large" }')  # fmt: skip
     web, big = pool(spec), pool(spec, "big")
-    assert (web.template, web.cores, web.memory_mb) == (9000, 2, 2048)
+    web_opts, big_opts = pool_options(web), pool_options(big)
+    assert (web_opts.template, web_opts.cores, web_opts.memory_mb) == (9000, 2, 2048)
     assert (web.image, web.instance_type) == ("9000", "2vcpu-2048mb")  # labels for code that prints them
-    assert (big.template, big.cores, big.image, big.instance_type) == ("deb-12", 8, "deb-12", "large")
+    assert (big_opts.template, big_opts.cores, big.image, big.instance_type) == ("deb-12", 8, "deb-12", "large")
     assert spec.exec_mode is ExecMode.QemuGuestAgent
 
 
@@ -202,14 +196,21 @@ def test_proxmox_pool_needs_a_template():
      ('"bad name"', "must be a VMID or a VM name (letters, digits, '.' and '-')")],
 )  # fmt: skip
 def test_proxmox_template_values(template, message):
-    issue = one(PVE, f'"web": {{ "mode": "fixed", "size": 2, "template": {template} }}')
-    assert (issue.path, issue.message) == ("pools.web.template", message)
+    issue = one(PVE, f'"web": {{ "mode": "fixed", "size": 2, "proxmox": {{ "template": {template} }} }}')
+    assert (issue.path, issue.message) == ("pools.web.proxmox.template", message)
+    # At its old place, the error points at the key the file wrote.
+    old = one(PVE, f'"web": {{ "mode": "fixed", "size": 2, "template": {template} }}')
+    assert (old.path, old.message) == ("pools.web.template", message)
 
 
 def test_proxmox_sizes_are_only_for_proxmox():
-    issue = one(AWS, '"web": { "mode": "fixed", "size": 2, "cores": 4 }')
-    assert issue == SpecIssue("pools.web.cores", "only for provider.cloud proxmox; on aws size VMs with instanceType",
-                              5, 60)  # fmt: skip
+    issue = one(AWS, '"web": { "mode": "fixed", "size": 2, "proxmox": { "cores": 4 } }')
+    assert issue == SpecIssue("pools.web.proxmox", "this environment runs on aws", 5, 62)
+    # Written at the old place: refused there, naming the new one.
+    old = one(AWS, '"web": { "mode": "fixed", "size": 2, "cores": 4 }')
+    assert old == SpecIssue(
+        "pools.web.cores", "a proxmox setting (now pools.web.proxmox.cores); this environment runs on aws", 5, 60
+    )
 
 
 # -- settings that belong to another cloud -------------------------------------------------------
@@ -239,15 +240,16 @@ def test_certificate_arn_is_checked_on_aws_only():
 
 
 def test_dns_zones_per_cloud():
-    gcp = load(GCP, extra='"loadBalancer": { "domain": "a.example.com", "dnsZone": "shop-zone" }')
-    assert gcp.load_balancer is not None and gcp.load_balancer.dns_zone == "shop-zone"
-    route53 = one(GCP, extra='"loadBalancer": { "domain": "a.example.com", "hostedZoneId": "Z1" }')
-    assert route53.path == "loadBalancer.hostedZoneId"
-    assert route53.message == "Route53 (aws) only; use dnsZone (a Cloud DNS managed zone)"
+    gcp = load(GCP, extra='"loadBalancer": { "domain": "a.example.com", "gcp": { "dnsZone": "shop-zone" } }')
+    assert gcp.load_balancer is not None
+    zone = gcp.load_balancer.options(GcpLoadBalancer)
+    assert zone is not None and zone.dns_zone == "shop-zone"
+    route53 = one(GCP, extra='"loadBalancer": { "domain": "a.example.com", "aws": { "hostedZoneId": "Z1" } }')
+    assert (route53.path, route53.message) == ("loadBalancer.aws", "this environment runs on gcp")
     cloud_dns = one(AWS, extra='"loadBalancer": { "domain": "a.example.com", "dnsZone": "shop-zone" }')
     assert (cloud_dns.path, cloud_dns.message) == (
         "loadBalancer.dnsZone",
-        "Cloud DNS (gcp) only; use hostedZoneId (Route53)",
+        "a gcp setting (now loadBalancer.gcp.dnsZone); this environment runs on aws",
     )
 
 

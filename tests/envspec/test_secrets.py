@@ -11,10 +11,10 @@ import jsonschema
 import pytest
 from tests.helpers import EXAMPLES, Cli
 
+from vmplane.clouds.specs import SPECS
 from vmplane.envspec.impact import Impact, diff
 from vmplane.envspec.load import SpecError, parse_spec_text
 from vmplane.envspec.models import EnvSpec, Secret
-from vmplane.envspec.percloud import SECRET_STORES
 from vmplane.envspec.schema import env_json_schema
 from vmplane.envspec.secrets import SecretRef, SecretStore, parse_ref, plain_secret_warnings, secret_refs
 from vmplane.jobs.precheck import _path_keys
@@ -203,9 +203,8 @@ def test_each_clouds_own_stores_are_accepted(cloud: str) -> None:
         SecretStore.gcp_sm: "gcp-sm:db/versions/2",
         SecretStore.env: "env:DB_PASSWORD",
     }
-    from vmplane.envspec.base import Cloud
 
-    stores = SECRET_STORES[Cloud(cloud)]
+    stores = SPECS[cloud].secret_stores
     env = {f"S{i}": {"secret": examples[s]} for i, s in enumerate(stores)}
     spec = parse_spec_text(spec_text(env, cloud=cloud), "s.jsonc")
     assert {r.store for r in secret_refs(spec).values()} == set(stores)
@@ -351,4 +350,4 @@ def test_the_starter_shows_a_reference_of_its_clouds_store_that_validates_uncomm
         lines[i] = lines[i].replace("// ", "", 1)
     refs = secret_refs(parse_spec_text("\n".join(lines), "starter.jsonc"))
     assert set(refs) == {"runtime.env.DB_PASSWORD", 'runtime.files["/etc/app/api.key"]'}
-    assert {r.store for r in refs.values()} <= set(SECRET_STORES[Cloud(cloud)])
+    assert {r.store for r in refs.values()} <= set(SPECS[cloud].secret_stores)

@@ -61,7 +61,7 @@ def test_a_bad_template_names_the_pool_field(cluster: Serving, pve: Pve, templat
 
     cluster.run(add, cluster.pve)
     c = ctx(spec(app={"mode": "fixed", "size": 1, "template": template}), new_job())
-    with pytest.raises(InvalidRequestError, match=rf"^pools\.app\.template: .*{why}"):
+    with pytest.raises(InvalidRequestError, match=rf"^pools\.app\.proxmox\.template: .*{why}"):
         preflight.preflight(pve, c)
 
 
@@ -131,7 +131,8 @@ def test_a_spread_from_a_template_on_local_storage_is_noted(cluster: Serving, pv
     c = ctx(spec(web={"mode": "fixed", "size": 2, "template": 9000}), new_job())
     preflight.preflight(pve, c)
     assert any(
-        n.startswith("pools.web.template: template 9000 has disks on local storage (local-lvm)") for n in c.notes
+        n.startswith("pools.web.proxmox.template: template 9000 has disks on local storage (local-lvm)")
+        for n in c.notes
     )
     one = ctx(spec(web={"mode": "fixed", "size": 1, "template": 9000}), new_job())
     preflight.preflight(pve, one)

@@ -69,7 +69,7 @@ def test_a_missing_template_is_refused_by_plan_and_apply_before_any_job(quiet: S
     for args in (("plan", "-f", str(env_file)), ("apply", "-f", str(env_file), "--yes")):
         proc = cli.run(*args)
         assert proc.returncode == 2, f"{args[0]}: exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
-        assert "pools.web.template: no VM no-such-template in the cluster" in proc.stderr, proc.stderr
+        assert "pools.web.proxmox.template: no VM no-such-template in the cluster" in proc.stderr, proc.stderr
         assert "nothing was recorded" in proc.stderr and "to add" not in proc.stdout
     assert json.loads(cli.run("jobs", "--output", "json").stdout)["jobs"] == []
     assert mutating(quiet) == []  # the check only read the cluster

@@ -117,7 +117,7 @@ def test_an_unreachable_source_refuses_before_any_job_or_request(
     assert proc.returncode == 2, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
     err = " ".join(proc.stderr.split())
     # The pool and its field (a Proxmox pool has `template`, never `image`), what is unpinned, the URL tried.
-    assert "pools.api.template: vmplane.env.vmconfig.nginx.amd64.json does not pin" in err, err
+    assert "pools.api.proxmox.template: vmplane.env.vmconfig.nginx.amd64.json does not pin" in err, err
     assert f"al2023: {CLOSED}/al2023/latest/x86_64/mirror.list: unreachable" in err, err
     assert f"nginx image: {CLOSED}/v2/library/nginx/manifests/{fakes.NGINX_TAG}: unreachable" in err, err
     assert "pools.web: " in err and ".image" not in err  # web's family (debian-12) is pinned: only the image

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from vmplane.bootstrap.cloudinit import render_user_data
+from vmplane.clouds.gcp.spec import GcpExec
 from vmplane.clouds.tags import gcp_labels
 from vmplane.envspec.load import load_spec
 from vmplane.envspec.models import EnvSpec, spec_json
@@ -137,7 +138,7 @@ def test_firewall_sources_and_ssh_from_iap_only(spec: EnvSpec) -> None:
 
 def test_no_port_22_rule_without_interactive_sessions(spec: EnvSpec) -> None:
     assert common.interactive(spec) is True
-    closed = spec.model_copy(update={"exec_": spec.exec_.model_copy(update={"interactive": False})})
+    closed = spec.model_copy(update={"exec_": spec.exec_.model_copy(update={"gcp": GcpExec(interactive=False)})})
     assert common.interactive(closed) is False
     rules = firewall_rules(closed)
     assert "allow_iap_ssh" not in rules and all(ports != ["22"] for _, ports in rules.values())
@@ -280,7 +281,7 @@ def test_one_edit_changes_only_the_inputs_file_of_its_impact(spec: EnvSpec, chan
     assert {name for name in before if before[name] != after[name]} == {only}
 
 
-@pytest.mark.parametrize("path", [["healthCheck", "path"], ["dnsZone"], ["domain"]])
+@pytest.mark.parametrize("path", [["healthCheck", "path"], ["gcp", "dnsZone"], ["domain"]])
 def test_load_balancer_edits_change_only_the_infra_inputs(path: list[str]) -> None:
     spec = load_spec(CASES / "gcp-web.jsonc")
     value = {"path": "/ready", "dnsZone": "other-zone", "domain": "www.example.com"}[path[-1]]

@@ -136,11 +136,11 @@ def test_zone_is_the_longest_public_suffix_of_the_domain() -> None:
 
 def test_a_given_zone_must_exist_and_hold_the_domain() -> None:
     gcp: Any = FakeGcp(sandbox=False, dns_api=FakeDns(ZONES))
-    assert dns.resolve_zone(gcp, _lb("shop.example.com", dnsZone="example")) == "example"
-    with pytest.raises(InvalidRequestError, match=r"loadBalancer\.dnsZone: zone inner"):
-        dns.resolve_zone(gcp, _lb("shop.example.com", dnsZone="inner"))
-    with pytest.raises(InvalidRequestError, match=r"loadBalancer\.dnsZone: no managed zone nope"):
-        dns.resolve_zone(gcp, _lb("shop.example.com", dnsZone="nope"))
+    assert dns.resolve_zone(gcp, _lb("shop.example.com", gcp={"dnsZone": "example"})) == "example"
+    with pytest.raises(InvalidRequestError, match=r"loadBalancer\.gcp\.dnsZone: zone inner"):
+        dns.resolve_zone(gcp, _lb("shop.example.com", gcp={"dnsZone": "inner"}))
+    with pytest.raises(InvalidRequestError, match=r"loadBalancer\.gcp\.dnsZone: no managed zone nope"):
+        dns.resolve_zone(gcp, _lb("shop.example.com", gcp={"dnsZone": "nope"}))
 
 
 def test_a_record_someone_else_wrote_is_refused_and_ours_is_replaced_in_one_change() -> None:

@@ -8,6 +8,8 @@ import typing
 from pydantic import BaseModel
 from tests.unit.support import variant
 
+from vmplane.clouds.specs import SPECS
+from vmplane.envspec.cloudspec import ProviderBase
 from vmplane.envspec.impact import Impact, classify, diff
 from vmplane.envspec.models import EnvSpec
 from vmplane.jobs.service import spec_json
@@ -15,6 +17,8 @@ from vmplane.jobs.service import spec_json
 
 def _models_in(annotation: object) -> list[type[BaseModel]]:
     """The pydantic models an annotation can hold (through Optional, unions, Annotated)."""
+    if isinstance(annotation, type) and issubclass(annotation, ProviderBase):
+        return [s.provider for s in SPECS.values()]  # `provider` is validated by the shape its cloud names
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return [annotation]
     out: list[type[BaseModel]] = []
@@ -49,7 +53,7 @@ def test_every_field_of_the_spec_has_an_impact_class():
     # The walk reaches every level: user-keyed maps, optional blocks and their nested objects.
     assert {"pools.*.image", "pools.*.min", "tags.*", "loadBalancer", "loadBalancer.healthCheck.path"} <= set(paths)
     # Every cloud's provider fields and the Proxmox pool fields are reached through the unions.
-    assert {"provider.project", "provider.endpoint", "provider.nodes", "pools.*.template"} <= set(paths)
+    assert {"provider.project", "provider.endpoint", "provider.nodes", "pools.*.proxmox.template"} <= set(paths)
     missing = [p for p in paths if classify(p) is None]
     assert missing == [], f"add these to envspec/impact.py RULES: {missing}"
 
@@ -68,9 +72,11 @@ def test_the_class_follows_where_the_value_ends_up():
 def test_per_cloud_fields_have_their_class():
     for path in ("provider.project", "provider.endpoint", "provider.node", "provider.verifyTls", "provider.caFile"):
         assert classify(path) is Impact.identity, path
-    for path in ("pools.web.template", "pools.web.cores", "pools.web.memoryMb"):
+    for path in ("pools.web.proxmox.template", "pools.web.proxmox.cores", "pools.web.proxmox.memoryMb"):
         assert classify(path) is Impact.vm, path
-    assert classify("loadBalancer.dnsZone") is Impact.cloud
+    assert classify("loadBalancer.gcp.dnsZone") is Impact.cloud
+    assert classify("loadBalancer.aws.hostedZoneId") is Impact.cloud
+    assert classify("exec.gcp.interactive") is Impact.cloud
     assert classify("network.existingNetwork") is Impact.identity
 
 

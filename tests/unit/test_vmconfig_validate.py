@@ -88,7 +88,7 @@ def test_a_proxmox_pool_is_never_told_to_change_its_image(home: Path) -> None:
     [problem, ways] = vmconfig.problems(pve("debian-12-cloud"))
     assert problem.startswith("pools.web: vmplane.env.vmconfig.nginx.amd64.json does not pin what the VMs need")
     [problem, ways] = vmconfig.problems(pve("al2023"))
-    assert problem.startswith("pools.web.template: ")
+    assert problem.startswith("pools.web.proxmox.template: ")
     assert ".image" not in problem + ways and "on a template of a pinned family" in ways
 
 

@@ -36,6 +36,7 @@ from vmplane.api.schemas import (
 from vmplane.clouds.errors import CloudError
 from vmplane.envspec.impact import CONSEQUENCE
 from vmplane.envspec.models import EnvSpec
+from vmplane.envspec.percloud import current_shape
 from vmplane.jobs import operations, tokens
 from vmplane.jobs import service as jobs
 from vmplane.jobs.operations import Decision
@@ -235,7 +236,7 @@ def create_app(settings: Settings, *, run_workflows: bool = True) -> FastAPI:
 
     def _update(job: JobView, body: Update, expected: int | None, who: Caller) -> JSONResponse:
         try:
-            spec = EnvSpec.model_validate(merge_patch(job.config["spec"], body.spec))
+            spec = EnvSpec.model_validate(merge_patch(current_shape(job.config["spec"]), body.spec))
         except ValidationError as err:
             raise HTTPException(422, [{**e, "loc": ["body", "spec", *e["loc"]]} for e in _plain(err)]) from None
         ap = operations.plan_update(spec, job.target, job)

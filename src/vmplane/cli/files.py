@@ -75,14 +75,14 @@ def validate(file: FileOpt = DEFAULT_FILE, output: OutputOpt = "text") -> None:
     """Check an environment file, and that its cloud's driver can run what it asks (an `asg` pool or a load
     balancer on Proxmox VE is not); print every error as FILE:LINE:COL: path: message. Reads no
     credentials and calls no cloud: `plan` runs the checks that read the cloud."""
-    from vmplane.envspec.percloud import secret_warnings
+    from vmplane.envspec.percloud import spec_warnings
     from vmplane.jobs.precheck import positioned, static_problems
 
     cmd = begin(output)
     spec = load(file)
     if problems := static_problems(spec):
         raise positioned(file, problems)
-    warnings = positioned(file, secret_warnings(spec)).issues
+    warnings = positioned(file, spec_warnings(spec)).issues
     for w in warnings:
         say_on_stderr(f"{file}:{w.line}:{w.col}: warning: {w.path}: {w.message}")
     if cmd.json:

@@ -20,7 +20,7 @@ from vmplane.envspec.impact import CONSEQUENCE
 from vmplane.envspec.jsonc import JsoncSyntaxError, parse_jsonc
 from vmplane.envspec.load import SpecError, SpecIssue, parse_spec_text
 from vmplane.envspec.models import EnvSpec
-from vmplane.envspec.percloud import secret_warnings
+from vmplane.envspec.percloud import spec_warnings
 from vmplane.envspec.starter import render_starter
 from vmplane.errors import VmplaneError
 from vmplane.jobs import operations
@@ -73,7 +73,7 @@ def check(settings: Settings, who: Who, text: str, filename: str, sandbox: bool)
     if (issue := _org_issue(text, spec, who)) is not None:
         return Checked(text, filename, [issue])
     out = Checked(text, filename, [], spec=spec, cost=estimate(spec).to_json())
-    out.warnings, out.runtime = issues_at(text, secret_warnings(spec)), runtime_rows(spec)
+    out.warnings, out.runtime = issues_at(text, spec_warnings(spec)), runtime_rows(spec)
     try:
         # The plan runs stepValidate's read-only cloud checks for a new job: the sandbox must be running.
         address = actions.sandbox_endpoint(settings, spec.provider.cloud) if sandbox else None

@@ -47,15 +47,16 @@ RULES: list[tuple[str, Impact]] = [
     ("network.existingSubnets", Impact.identity),
     ("network.ingressPorts", Impact.cloud),
     ("exec.mode", Impact.identity),  # the IAM role and channel the VMs were built with
-    ("exec.interactive", Impact.cloud),  # GCP: the IAP firewall rule, changed in place
+    ("exec.*.interactive", Impact.cloud),  # GCP: the IAP firewall rule, changed in place
+    ("exec.*", Impact.cloud),  # a cloud's exec options added or removed
     ("pools.*.mode", Impact.identity),
     ("pools.*.image", Impact.vm),
     ("pools.*.instanceType", Impact.vm),
     ("pools.*.arch", Impact.vm),
     ("pools.*.diskGb", Impact.vm),
-    ("pools.*.template", Impact.vm),  # Proxmox: what new VMs are cloned from
-    ("pools.*.cores", Impact.vm),
-    ("pools.*.memoryMb", Impact.vm),
+    ("pools.*.*.template", Impact.vm),  # Proxmox: what new VMs are cloned from
+    ("pools.*.*.cores", Impact.vm),
+    ("pools.*.*.memoryMb", Impact.vm),
     ("pools.*.size", Impact.cloud),
     ("pools.*.min", Impact.cloud),
     ("pools.*.max", Impact.cloud),
@@ -65,6 +66,7 @@ RULES: list[tuple[str, Impact]] = [
     ("pools.*.schedule", Impact.cloud),  # the cloud's scheduled actions, changed in place
     ("pools.*.schedule.*", Impact.cloud),
     ("pools.*", Impact.cloud),  # a pool added or removed
+    ("pools.*.*", Impact.vm),  # a cloud's pool options added or removed: what new VMs are made from
     ("bootstrap.mode", Impact.vm),  # rendered into user-data
     # Not a spec field: the current vmconfig manifest of a (kind, arch) a pool uses, also in user-data.
     ("vmconfig.*.*", Impact.vm),
@@ -81,7 +83,8 @@ RULES: list[tuple[str, Impact]] = [
     ("state", Impact.identity),  # where the stack's state lives: moving it is not an in-place change
     ("state.*", Impact.identity),
     ("loadBalancer", Impact.cloud),
-    ("loadBalancer.dnsZone", Impact.cloud),
+    ("loadBalancer.*.dnsZone", Impact.cloud),
+    ("loadBalancer.*.*", Impact.cloud),  # a cloud's own load balancer options
     ("loadBalancer.*", Impact.cloud),
     ("loadBalancer.healthCheck.*", Impact.cloud),
 ]

@@ -21,6 +21,7 @@ from pydantic import BaseModel, Tag, ValidationError
 
 from vmplane.envspec.jsonc import JsoncSyntaxError, JsonPath, Position, Positions, parse_jsonc
 from vmplane.envspec.models import DNS_LABEL, NETWORK_SYNONYMS, EnvSpec
+from vmplane.envspec.provider import ProviderBase, cloud_spec, spec_for
 from vmplane.errors import UsageError
 
 _PLAIN_KEY_RE = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$-]*$")
@@ -236,7 +237,7 @@ def _resolve(loc: tuple[str | int, ...], data: Any) -> tuple[JsonPath, type[Base
     path: list[str | int] = []
     tp: Any = EnvSpec
     for part in loc:
-        tp = _unwrap(tp)
+        tp = _provider_member(_unwrap(tp), _node_at(data, tuple(path)))
         members = _union_models(tp)
         if members:
             tagged = _member_for_tag(members, part)
@@ -260,11 +261,19 @@ def _resolve(loc: tuple[str | int, ...], data: Any) -> tuple[JsonPath, type[Base
 
 
 def _model_at(tp: Any, node: Any) -> type[BaseModel] | None:
-    tp = _unwrap(tp)
+    tp = _provider_member(_unwrap(tp), node)
     members = _union_models(tp)
     if members:
         tp = _member_for_tag(members, _tag_of(members, node))
     return tp if isinstance(tp, type) and issubclass(tp, BaseModel) else None
+
+
+def _provider_member(tp: Any, node: Any) -> Any:
+    """`provider` is validated by the shape its `cloud` names: walk into that shape."""
+    if tp is not ProviderBase:
+        return tp
+    spec = spec_for(node)
+    return spec.provider if spec is not None else Any
 
 
 def _child_type(tp: Any, part: str | int) -> Any:
@@ -338,14 +347,18 @@ def _tag_of(members: list[type[BaseModel]], node: Any) -> Any:
 
 
 def _as_written(path: JsonPath, data: Any) -> JsonPath:
-    """The path with a cloud-neutral synonym (existingNetwork) where the file used it, so the issue
-    points at the key the user wrote rather than the recorded name it was mapped to."""
+    """The path with a cloud-neutral synonym (existingNetwork) where the file used it, and without the cloud's
+    key where the file wrote a setting at its old place (`pools.web.template`), so the issue points at the key
+    the user wrote rather than the recorded name it was mapped to."""
     for i, part in enumerate(path):
         parent = _node_at(data, path[:i])
         if isinstance(parent, dict) and part not in parent:
             for neutral, key in NETWORK_SYNONYMS.items():
                 if part == key and neutral in parent:
                     return (*path[:i], neutral, *path[i + 1 :])
+            moved = i + 1 < len(path) and path[i + 1] in parent
+            if isinstance(part, str) and cloud_spec(part) is not None and moved:
+                return (*path[:i], *path[i + 1 :])
     return path
 
 

@@ -10,43 +10,40 @@ from __future__ import annotations
 import ipaddress
 import re
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ModelWrapValidatorHandler, create_model, field_validator, model_validator
 
 from vmplane.envspec import percloud
 from vmplane.envspec.base import DNS_LABEL, DNS_LABEL_RE, CertSource, Cloud, ExecMode, SpecModel
-from vmplane.envspec.percloud import DEFAULT_EXEC_MODE
-from vmplane.envspec.provider import AwsProvider, AzureProvider, GcpProvider, Provider, ProxmoxProvider
+from vmplane.envspec.cloudspec import CloudOptions, OptionSection
+from vmplane.envspec.provider import Provider, ProviderBase, spec_for
 from vmplane.envspec.schedule import Schedule
 from vmplane.envspec.secrets import RuntimeValue, Secret
 
-# Explicit: the cloud and provider names defined in base/provider/percloud are re-exported here.
+# Explicit: the names defined in base/provider/cloudspec are re-exported here.
 __all__ = [
-    "DEFAULT_EXEC_MODE",
     "DNS_LABEL",
     "NETWORK_SYNONYMS",
     "SENTINEL_PATH",
     "Arch",
     "AsgPool",
-    "AwsProvider",
-    "AzureProvider",
     "Bootstrap",
     "BootstrapMode",
     "CertSource",
     "Cloud",
+    "CloudOptions",
     "EnvSpec",
     "Exec",
     "ExecMode",
     "FixedPool",
-    "GcpProvider",
     "HealthCheck",
     "LoadBalancer",
     "Network",
     "Pool",
     "PoolBase",
     "Provider",
-    "ProxmoxProvider",
+    "ProviderBase",
     "Runtime",
     "RuntimeValue",
     "Secret",
@@ -59,6 +56,23 @@ _DNS_LABEL_RE = DNS_LABEL_RE
 # Cloud-neutral keys accepted for the AWS-named ones, which stay the recorded (dumped) keys.
 NETWORK_SYNONYMS = {"existingNetwork": "existingVpcId", "existingSubnets": "existingPrivateSubnetIds"}
 SENTINEL_PATH = "/var/lib/vmplane/bootstrap-complete"
+
+# Each section's per-cloud keys (`pools.<p>.proxmox`, `exec.gcp`, `loadBalancer.aws`) are fields built from the
+# registered clouds' option models; mypy sees the neutral section, code reads them with `section.options(Kind)`.
+if TYPE_CHECKING:
+
+    class _PoolSection(OptionSection): ...
+
+    class _ExecSection(OptionSection): ...
+
+    class _LoadBalancerSection(OptionSection): ...
+
+else:
+    _PoolSection = create_model("_PoolSection", __base__=OptionSection, **percloud.option_fields("pool"))
+    _ExecSection = create_model("_ExecSection", __base__=OptionSection, **percloud.option_fields("exec"))
+    _LoadBalancerSection = create_model(
+        "_LoadBalancerSection", __base__=OptionSection, **percloud.option_fields("loadBalancer")
+    )
 
 
 class BootstrapMode(StrEnum):
@@ -144,7 +158,7 @@ class Network(SpecModel):
         return self.existing_private_subnet_ids
 
 
-class PoolBase(SpecModel):
+class PoolBase(_PoolSection):
     # instanceType and image defaults depend on the cloud: EnvSpec fills them in (envspec/percloud.py);
     # the field defaults are AWS's, for pools built on their own.
     instance_type: str = Field(
@@ -168,26 +182,6 @@ class PoolBase(SpecModel):
     schedule: Schedule | None = Field(
         default=None, description="When the pool runs (stopped outside these hours); default all the time."
     )
-    template: int | str | None = Field(
-        default=None,
-        description="Proxmox only (required there): the template VM to clone, by VMID or name.",
-    )
-    cores: int | None = Field(default=None, ge=1, le=512, description="Proxmox only: vCPU cores (default 2).")
-    memory_mb: int | None = Field(
-        default=None, ge=256, le=4_194_304, description="Proxmox only: memory in MiB (default 2048)."
-    )
-
-    @field_validator("template")
-    @classmethod
-    def _template(cls, v: int | str | None) -> int | str | None:
-        if isinstance(v, int) and not 100 <= v <= 999_999_999:
-            raise ValueError("a Proxmox VMID is between 100 and 999999999")
-        if isinstance(v, str) and not _PVE_NAME_RE.fullmatch(v):
-            raise ValueError("must be a VMID or a VM name (letters, digits, '.' and '-')")
-        return v
-
-
-_PVE_NAME_RE = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]{0,61}[A-Za-z0-9])?")
 
 
 class FixedPool(PoolBase):
@@ -232,20 +226,13 @@ class Bootstrap(SpecModel):
     )
 
 
-class Exec(SpecModel):
+class Exec(_ExecSection):
     # Left None when omitted (read through EnvSpec.exec_mode): filling it in would change the recorded
     # spec of every existing environment and show up as an identity change in the next diff.
     mode: ExecMode | None = Field(
         default=None,
         description="Exec channel, the cloud's own: aws SSM, gcp OSConfig, azure AzureRunCmd, proxmox "
         "QemuGuestAgent (the default).",
-    )
-    # None (omitted) means true; kept None so existing records do not change (see `mode`).
-    interactive: bool | None = Field(
-        default=None,
-        description="GCP only: allow interactive sessions (`gcloud compute ssh --tunnel-through-iap`), which "
-        "opens TCP 22 to the VMs from IAP's range 35.235.240.0/20 and nowhere else; false leaves no port 22 "
-        "open at all (commands still run through the metadata mailbox).",
     )
 
 
@@ -292,7 +279,7 @@ class HealthCheck(SpecModel):
     interval_seconds: int = Field(default=15, ge=5, le=300)
 
 
-class LoadBalancer(SpecModel):
+class LoadBalancer(_LoadBalancerSection):
     """A TLS load balancer in the public subnets in front of the private VMs (HTTP redirects to HTTPS)."""
 
     domain: str = Field(
@@ -300,16 +287,6 @@ class LoadBalancer(SpecModel):
         max_length=253,
         pattern=r"^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$",
         description="DNS name the LB answers on (an alias record is written in the hosted zone).",
-    )
-    hosted_zone_id: str | None = Field(
-        default=None,
-        description="AWS only: Route53 zone for the alias and the certificate's validation record; "
-        "default: the account's public zone whose name is the longest suffix of domain.",
-    )
-    dns_zone: str | None = Field(
-        default=None,
-        pattern=r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$",
-        description="GCP only: the Cloud DNS managed zone for the record (default: found by domain suffix).",
     )
     cert_source: CertSource = Field(
         default=CertSource.AWSACM,
@@ -366,15 +343,17 @@ class EnvSpec(SpecModel):
         default=None, description="Remote state of the generated Terraform stack (`vmplane tf state init`)."
     )
 
-    @model_validator(mode="before")
+    @model_validator(mode="wrap")
     @classmethod
-    def _cloud_defaults(cls, data: Any) -> Any:
-        return percloud.fill_defaults(data)
-
-    @model_validator(mode="after")
-    def _cloud_rules(self) -> EnvSpec:
-        percloud.check(self)
-        return self
+    def _per_cloud(cls, data: Any, handler: ModelWrapValidatorHandler[EnvSpec]) -> EnvSpec:
+        """Old settings moved and the cloud's defaults filled in before validation, its checks after."""
+        if isinstance(data, EnvSpec):
+            return handler(data)
+        prepared = percloud.prepare(data)
+        spec = handler(prepared.data)
+        percloud.check(spec, prepared.foreign)
+        percloud.remember(spec, prepared.moved)
+        return spec
 
     @field_validator("pools")
     @classmethod
@@ -396,12 +375,19 @@ class EnvSpec(SpecModel):
 
     @property
     def exec_mode(self) -> ExecMode:
-        return self.exec_.mode or DEFAULT_EXEC_MODE[self.provider.cloud]
+        if self.exec_.mode is not None:
+            return self.exec_.mode
+        cloud = spec_for(self.provider)
+        if cloud is None:
+            raise ValueError(f"no cloud {self.provider.cloud!r} is registered")
+        return cloud.exec_mode
 
     @property
     def exec_interactive(self) -> bool:
-        """GCP: whether interactive sessions (TCP 22 from IAP only) are allowed; true unless set false."""
-        return self.exec_.interactive is not False
+        """Whether interactive sessions are allowed: true unless the cloud's exec options set `interactive` false
+        (where a cloud offers the choice: they open a port)."""
+        options = self.exec_.cloud_options(str(self.provider.cloud))
+        return getattr(options, "interactive", None) is not False
 
 
 def spec_json(spec: EnvSpec) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""What differs per cloud: defaults filled in before validation, and the checks that need the cloud.
+"""What differs per cloud, read from the registered specs: defaults filled in before validation, settings
+moved under a cloud's key, and the checks that need the cloud.
 
 Defaults are written into the input (not computed on read) so attributes stay plain `str` and the
 recorded spec shows the value used. The checks run after the models validated (they need the whole
@@ -8,229 +9,258 @@ spec) and report at the field's own path, e.g. `loadBalancer.certSource`, like a
 from __future__ import annotations
 
 import re
+import weakref
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-from pydantic_core import InitErrorDetails, PydanticCustomError
+from pydantic import Field, ValidationError
+from pydantic_core import InitErrorDetails
 
-from vmplane.envspec import cloudlimits
-from vmplane.envspec.base import CertSource, Cloud, ExecMode
-from vmplane.envspec.secrets import STORE_NAMES, Secret, SecretStore, plain_secret_warnings
+from vmplane.envspec.cloudspec import CloudOptions, CloudSpec, has, missing, snake, spec_error
+from vmplane.envspec.provider import SPECS, spec_for
+from vmplane.envspec.secrets import STORE_NAMES, Secret, plain_secret_warnings
 
 if TYPE_CHECKING:
     from vmplane.envspec.models import EnvSpec
 
-DEFAULT_EXEC_MODE: dict[Cloud, ExecMode] = {
-    Cloud.aws: ExecMode.SSM,
-    Cloud.gcp: ExecMode.OSConfig,
-    Cloud.azure: ExecMode.AzureRunCmd,
-    Cloud.proxmox: ExecMode.QemuGuestAgent,
-}
-# Proxmox VE has no managed load balancer or certificate service.
-CERT_SOURCE: dict[Cloud, CertSource] = {
-    Cloud.aws: CertSource.AWSACM,
-    Cloud.gcp: CertSource.GCPManaged,
-    Cloud.azure: CertSource.AzureKeyVault,
-}
-POOL_DEFAULTS: dict[Cloud, dict[str, str]] = {
-    Cloud.aws: {"instanceType": "t3.small", "image": "al2023"},
-    # Google's Debian images do not run cloud-init (the bootstrap's carrier); its Ubuntu images do.
-    Cloud.gcp: {"instanceType": "e2-small", "image": "ubuntu-24.04"},
-    Cloud.azure: {"instanceType": "Standard_B2s", "image": "ubuntu-24.04"},
-}
-# The secret stores a VM of each cloud reads with its own identity; Proxmox VE has none, so its secrets come
-# from the operator's environment at push time. `env:` stays off the clouds: SSM and OS Config keep the
-# commands they ran, so a value sent inside one would be stored.
-SECRET_STORES: dict[Cloud, tuple[SecretStore, ...]] = {
-    Cloud.aws: (SecretStore.aws_sm, SecretStore.aws_ssm),
-    Cloud.gcp: (SecretStore.gcp_sm,),
-    Cloud.azure: (),
-    Cloud.proxmox: (SecretStore.env,),
-}
-PROXMOX_CORES, PROXMOX_MEMORY_MB = 2, 2048
-PROXMOX_ONLY = ("template", "cores", "memoryMb")
-
-_GCP_NAME = r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
-_GCP_PREFIX = r"(https://www\.googleapis\.com/compute/v1/)?projects/[a-z][-a-z0-9]{4,28}[a-z0-9]"
-# (pattern, what it is) for existingVpcId / existingPrivateSubnetIds entries; None: not available there.
-_NETWORK_ID: dict[Cloud, tuple[str, str]] = {
-    Cloud.aws: (r"vpc-[0-9a-f]+", "a VPC id (vpc-...)"),
-    Cloud.gcp: (rf"{_GCP_NAME}|{_GCP_PREFIX}/global/networks/{_GCP_NAME}", "a VPC network name or self-link"),
-    Cloud.azure: (r"\S+", "a virtual network id"),
-    Cloud.proxmox: (r"[A-Za-z][A-Za-z0-9_-]{0,14}", "a bridge or SDN VNet name (e.g. vmbr0)"),
-}
-_SUBNET_ID: dict[Cloud, tuple[str, str] | None] = {
-    Cloud.aws: (r"subnet-[0-9a-f]+", "a subnet id (subnet-...)"),
-    Cloud.gcp: (rf"{_GCP_NAME}|{_GCP_PREFIX}/regions/[a-z0-9-]+/subnetworks/{_GCP_NAME}", "a subnetwork name"),
-    Cloud.azure: (r"\S+", "a subnet id"),
-    Cloud.proxmox: None,  # VMs attach to the bridge itself
-}
+# A section's path in the file, and the keys the raw input may give it under.
+_SECTION_KEYS = {"exec": ("exec", "exec_"), "loadBalancer": ("loadBalancer", "load_balancer")}
 
 
-def cloud_of(provider: Any) -> Cloud | None:
-    """The cloud a raw `provider` value names, or None (then the provider's own error is reported)."""
-    value = provider.get("cloud") if isinstance(provider, dict) else getattr(provider, "cloud", None)
-    return Cloud(value) if isinstance(value, str) and value in Cloud.__members__.values() else None
+def option_model(spec: CloudSpec, section: str) -> type[CloudOptions] | None:
+    return {"pool": spec.pool_options, "exec": spec.exec_options, "loadBalancer": spec.lb_options}[section]
 
 
-def fill_defaults(data: Any) -> Any:
-    """The raw spec with per-cloud defaults for the fields the file leaves out."""
-    if not isinstance(data, dict) or (cloud := cloud_of(data.get("provider"))) is None:
-        return data
-    data = dict(data)
-    if isinstance(pools := data.get("pools"), dict):
-        data["pools"] = {name: _pool_defaults(cloud, pool) for name, pool in pools.items()}
-    for key in ("loadBalancer", "load_balancer"):
-        lb = data.get(key)
-        if isinstance(lb, dict) and not _has(lb, "certSource", "cert_source") and cloud in CERT_SOURCE:
-            data[key] = {**lb, "certSource": CERT_SOURCE[cloud]}
-    return data
-
-
-def _pool_defaults(cloud: Cloud, pool: Any) -> Any:
-    if not isinstance(pool, dict):
-        return pool
-    if cloud is not Cloud.proxmox:
-        return {**{k: v for k, v in POOL_DEFAULTS[cloud].items() if not _has(pool, k, _snake(k))}, **pool}
-    out = dict(pool)
-    out.setdefault("cores", PROXMOX_CORES)
-    if not _has(out, "memoryMb", "memory_mb"):
-        out["memoryMb"] = PROXMOX_MEMORY_MB
-    # A Proxmox VM is a clone of `template` sized by cores/memory: image and instanceType are labels
-    # derived from those, so callers that print or key on them keep working.
-    template = out.get("template")
-    if not _has(out, "image", "image") and isinstance(template, int | str) and not isinstance(template, bool):
-        out["image"] = str(template)
-    cores, memory = out.get("cores"), out.get("memoryMb", out.get("memory_mb"))
-    if not _has(out, "instanceType", "instance_type") and _is_int(cores) and _is_int(memory):
-        out["instanceType"] = f"{cores}vcpu-{memory}mb"
+def option_fields(section: str) -> dict[str, Any]:
+    """`create_model` fields for a section: one optional key per cloud that has options there."""
+    out: dict[str, Any] = {}
+    for spec in SPECS.values():
+        if (model := option_model(spec, section)) is not None:
+            out[spec.name] = (model | None, Field(default=None, alias=spec.name, description=f"{spec.label} only."))
     return out
 
 
-def check(spec: EnvSpec) -> None:
+@dataclass(frozen=True)
+class MovedSetting:
+    old: tuple[str, ...]  # where the file wrote it
+    new: tuple[str, ...]  # where it lives now
+    owner: str  # the cloud whose setting it is
+
+    def warning(self) -> str:
+        return f"{'.'.join(self.old)}: moved to {'.'.join(self.new)} (this place is still read, for now)"
+
+
+# The settings each validated spec read from an old place, for its warnings: kept beside the spec (not in
+# it) so a spec read from an old-shape record equals the same spec read from a new one.
+_MOVED: dict[int, tuple[MovedSetting, ...]] = {}
+
+
+@dataclass(frozen=True)
+class Prepared:
+    data: Any  # the input, ready for the models
+    moved: tuple[MovedSetting, ...] = ()
+    # Another cloud's options, taken out before validation (so their own errors do not hide the refusal), and
+    # settings given at both places with two values.
+    foreign: tuple[InitErrorDetails, ...] = ()
+
+
+def prepare(data: Any) -> Prepared:
+    """The raw spec with old settings moved under their cloud's key, other clouds' keys taken out (refused by
+    `check`) and the cloud's defaults filled in."""
+    if not isinstance(data, dict):
+        return Prepared(data)
+    data, moved, twice = _move(dict(data))
+    if (cloud := spec_for(data.get("provider"))) is None:
+        return Prepared(data, moved, twice)
+    foreign = (*twice, *_take_foreign(data, cloud, moved))
+    if isinstance(pools := data.get("pools"), dict):
+        data["pools"] = {name: cloud.fill_pool(p) if isinstance(p, dict) else p for name, p in pools.items()}
+    for key in _SECTION_KEYS["loadBalancer"]:
+        lb = data.get(key)
+        if isinstance(lb, dict) and not has(lb, "certSource") and cloud.cert_source is not None:
+            data[key] = {**lb, "certSource": cloud.cert_source}
+    return Prepared(data, moved, foreign)
+
+
+def _raw_sections(data: dict[str, Any]) -> list[tuple[tuple[str, ...], str, dict[str, Any], str]]:
+    """(path, section kind, the raw section, the key it sits under in its parent) for every option section."""
+    out: list[tuple[tuple[str, ...], str, dict[str, Any], str]] = []
+    if isinstance(pools := data.get("pools"), dict):
+        out += [(("pools", str(n)), "pool", p, str(n)) for n, p in pools.items() if isinstance(p, dict)]
+    for section, keys in _SECTION_KEYS.items():
+        out += [((section,), section, data[k], k) for k in keys if isinstance(data.get(k), dict)]
+    return out
+
+
+def _take_foreign(
+    data: dict[str, Any], cloud: CloudSpec, moved: tuple[MovedSetting, ...]
+) -> tuple[InitErrorDetails, ...]:
+    """A key of another cloud is refused at its field; a setting moved there, at the place the file wrote."""
+    out: list[InitErrorDetails] = []
+    runs = f"this environment runs on {cloud.name}"
+    for path, kind, section, key in _raw_sections(data):
+        others = [s.name for s in SPECS.values() if s.name != cloud.name and option_model(s, kind) is not None]
+        kept = dict(section)
+        for owner in (o for o in others if o in section):
+            value = kept.pop(owner)
+            from_old = [m for m in moved if m.new[:-1] == (*path, owner)]
+            for m in from_old:
+                given = value.get(m.new[-1]) if isinstance(value, dict) else None
+                out.append(spec_error(m.old, given, f"a {owner} setting (now {'.'.join(m.new)}); {runs}"))
+            if not from_old:
+                out.append(spec_error((*path, owner), value, runs))
+        if len(kept) != len(section):
+            if kind == "pool":
+                data["pools"] = {**data["pools"], key: kept}
+            else:
+                data[key] = kept
+    return tuple(out)
+
+
+def _move(data: dict[str, Any]) -> tuple[dict[str, Any], tuple[MovedSetting, ...], tuple[InitErrorDetails, ...]]:
+    """Old settings moved under their cloud's key; one given at both places with two values is refused."""
+    moved: list[MovedSetting] = []
+    twice: list[InitErrorDetails] = []
+
+    def move(section: dict[str, Any], path: tuple[str, ...], kind: str) -> dict[str, Any]:
+        out = dict(section)
+        for spec in SPECS.values():
+            for m in (m for m in spec.moved if m.section == kind):
+                old = m.key if m.key in out else snake(m.key) if snake(m.key) in out else None
+                own = out.get(spec.name, {})
+                if old is None or not isinstance(own, dict):
+                    continue
+                value, new = out.pop(old), (*path, spec.name, m.key)
+                if has(own, m.key) and own.get(m.key, own.get(snake(m.key))) != value:
+                    twice.append(spec_error((*path, m.key), value, f"also given at {'.'.join(new)}: keep that one"))
+                    continue
+                out[spec.name] = {**own, m.key: value}
+                moved.append(MovedSetting((*path, m.key), new, spec.name))
+        return out
+
+    if isinstance(pools := data.get("pools"), dict):
+        data["pools"] = {
+            name: move(p, ("pools", str(name)), "pool") if isinstance(p, dict) else p for name, p in pools.items()
+        }
+    for section, keys in _SECTION_KEYS.items():
+        for key in keys:
+            if isinstance(value := data.get(key), dict):
+                data[key] = move(value, (section,), section)
+    return data, tuple(moved), tuple(twice)
+
+
+def current_shape(doc: dict[str, Any]) -> dict[str, Any]:
+    """A recorded spec document with its old-place settings moved under their cloud's key, as the models read
+    it: what a job recorded before the move compares equal to the same spec recorded now."""
+    return _move(dict(doc))[0]
+
+
+def remember(spec: EnvSpec, moved: tuple[MovedSetting, ...]) -> None:
+    if moved:
+        _MOVED[id(spec)] = moved
+        weakref.finalize(spec, _MOVED.pop, id(spec), None)
+
+
+def check(spec: EnvSpec, foreign: tuple[InitErrorDetails, ...] = ()) -> None:
     """Raise a ValidationError listing every setting that does not belong to the spec's cloud."""
+    cloud = spec_for(spec.provider)
+    if cloud is None:
+        return
     errors = [
-        *_exec(spec),
-        *_network(spec),
-        *_pools(spec),
-        *_load_balancer(spec),
-        *_secrets(spec),
-        *cloudlimits.check(spec),
+        *foreign,
+        *_exec(spec, cloud),
+        *_network(spec, cloud),
+        *_pools(spec, cloud),
+        *_load_balancer(spec, cloud),
+        *_secrets(spec, cloud),
     ]
+    for rule in cloud.checks:
+        errors.extend(rule(spec))
     if errors:
         raise ValidationError.from_exception_data("EnvSpec", errors)
 
 
-def _error(loc: tuple[str | int, ...], value: Any, message: str) -> InitErrorDetails:
-    return InitErrorDetails(type=PydanticCustomError("cloud_mismatch", message), loc=loc, input=value)
-
-
-def _missing(loc: tuple[str | int, ...], parent: Any) -> InitErrorDetails:
-    return InitErrorDetails(type="missing", loc=loc, input=parent)
-
-
-def _exec(spec: EnvSpec) -> list[InitErrorDetails]:
-    cloud, mode = spec.provider.cloud, spec.exec_.mode
-    if spec.exec_.interactive is not None and cloud is not Cloud.gcp:
-        # Only GCP's interactive channel needs an inbound port (22 from IAP); elsewhere it is not a choice.
-        return [_error(("exec", "interactive"), spec.exec_.interactive, f"a GCP setting; {cloud} has no such choice")]
-    if mode is None or mode is DEFAULT_EXEC_MODE[cloud]:
+def _exec(spec: EnvSpec, cloud: CloudSpec) -> list[InitErrorDetails]:
+    mode = spec.exec_.mode
+    if mode is None or mode is cloud.exec_mode:
         return []
-    owner = next(c for c, m in DEFAULT_EXEC_MODE.items() if m is mode)
-    return [
-        _error(
-            ("exec", "mode"),
-            mode.value,
-            f"{mode.value} is the {owner} exec channel; {cloud} uses {DEFAULT_EXEC_MODE[cloud].value}",
+    owner = next((s.name for s in SPECS.values() if s.exec_mode is mode), "another cloud")
+    msg = f"{mode.value} is the {owner} exec channel; {cloud.name} uses {cloud.exec_mode.value}"
+    return [spec_error(("exec", "mode"), mode.value, msg)]
+
+
+def _network(spec: EnvSpec, cloud: CloudSpec) -> list[InitErrorDetails]:
+    net, name = spec.network, cloud.name
+    out: list[InitErrorDetails] = []
+    if net.existing_vpc_id is not None and not re.fullmatch(cloud.network_id.pattern, net.existing_vpc_id):
+        out.append(
+            spec_error(("network", "existingVpcId"), net.existing_vpc_id, f"must be {cloud.network_id.what} on {name}")
         )
+    subnet = cloud.subnet_id
+    if subnet is None:
+        if net.existing_private_subnet_ids:
+            msg = f"not used on {name}: VMs attach to existingNetwork directly"
+            out.append(spec_error(("network", "existingPrivateSubnetIds"), net.existing_private_subnet_ids, msg))
+        return out
+    for i, sid in enumerate(net.existing_private_subnet_ids):
+        if not re.fullmatch(subnet.pattern, sid):
+            out.append(spec_error(("network", "existingPrivateSubnetIds", i), sid, f"must be {subnet.what} on {name}"))
+    if net.existing_vpc_id and not net.existing_private_subnet_ids:
+        out.append(spec_error(("network",), None, "existingPrivateSubnetIds is required when existingVpcId is set"))
+    if net.existing_private_subnet_ids and not net.existing_vpc_id:
+        out.append(spec_error(("network",), None, "existingPrivateSubnetIds needs existingVpcId"))
+    return out
+
+
+def _pools(spec: EnvSpec, cloud: CloudSpec) -> list[InitErrorDetails]:
+    """A cloud whose pools need options (Proxmox's template) gets them in every pool."""
+    if cloud.pool_options is None:
+        return []
+    return [
+        missing(("pools", name, cloud.name), None)
+        for name, pool in spec.pools.items()
+        if pool.cloud_options(cloud.name) is None
     ]
 
 
-def _network(spec: EnvSpec) -> list[InitErrorDetails]:
-    cloud, net = spec.provider.cloud, spec.network
-    out: list[InitErrorDetails] = []
-    pattern, what = _NETWORK_ID[cloud]
-    if net.existing_vpc_id is not None and not re.fullmatch(pattern, net.existing_vpc_id):
-        out.append(_error(("network", "existingVpcId"), net.existing_vpc_id, f"must be {what} on {cloud}"))
-    subnet = _SUBNET_ID[cloud]
-    if subnet is None:
-        if net.existing_private_subnet_ids:
-            msg = f"not used on {cloud}: VMs attach to existingNetwork directly"
-            out.append(_error(("network", "existingPrivateSubnetIds"), net.existing_private_subnet_ids, msg))
-        return out
-    for i, sid in enumerate(net.existing_private_subnet_ids):
-        if not re.fullmatch(subnet[0], sid):
-            out.append(_error(("network", "existingPrivateSubnetIds", i), sid, f"must be {subnet[1]} on {cloud}"))
-    if net.existing_vpc_id and not net.existing_private_subnet_ids:
-        out.append(_error(("network",), None, "existingPrivateSubnetIds is required when existingVpcId is set"))
-    if net.existing_private_subnet_ids and not net.existing_vpc_id:
-        out.append(_error(("network",), None, "existingPrivateSubnetIds needs existingVpcId"))
-    return out
-
-
-def _pools(spec: EnvSpec) -> list[InitErrorDetails]:
-    cloud = spec.provider.cloud
-    out: list[InitErrorDetails] = []
-    for name, pool in spec.pools.items():
-        if cloud is Cloud.proxmox:
-            if pool.template is None:
-                out.append(_missing(("pools", name, "template"), None))
-            continue
-        given = {"template": pool.template, "cores": pool.cores, "memoryMb": pool.memory_mb}
-        for key, value in given.items():
-            if value is not None:
-                msg = f"only for provider.cloud proxmox; on {cloud} size VMs with instanceType"
-                out.append(_error(("pools", name, key), value, msg))
-    return out
-
-
-def _load_balancer(spec: EnvSpec) -> list[InitErrorDetails]:
-    cloud, lb = spec.provider.cloud, spec.load_balancer
+def _load_balancer(spec: EnvSpec, cloud: CloudSpec) -> list[InitErrorDetails]:
+    lb = spec.load_balancer
     if lb is None:
         return []
-    if cloud not in CERT_SOURCE:
-        return [_error(("loadBalancer",), None, f"{cloud} has no managed load balancer; leave loadBalancer out")]
-    out: list[InitErrorDetails] = []
-    if lb.cert_source is not CERT_SOURCE[cloud]:
-        msg = f"{lb.cert_source.value} is not available on {cloud}; use {CERT_SOURCE[cloud].value}"
-        out.append(_error(("loadBalancer", "certSource"), lb.cert_source.value, msg))
-    if cloud is Cloud.aws and lb.certificate_arn is not None and not lb.certificate_arn.startswith("arn:"):
-        out.append(_error(("loadBalancer", "certificateArn"), lb.certificate_arn, "must be an ACM ARN (arn:...)"))
-    if cloud is not Cloud.aws and lb.hosted_zone_id is not None:
-        hint = "; use dnsZone (a Cloud DNS managed zone)" if cloud is Cloud.gcp else ""
-        out.append(_error(("loadBalancer", "hostedZoneId"), lb.hosted_zone_id, f"Route53 (aws) only{hint}"))
-    if cloud is not Cloud.gcp and lb.dns_zone is not None:
-        hint = "; use hostedZoneId (Route53)" if cloud is Cloud.aws else ""
-        out.append(_error(("loadBalancer", "dnsZone"), lb.dns_zone, f"Cloud DNS (gcp) only{hint}"))
-    return out
+    if cloud.cert_source is None:
+        return [
+            spec_error(("loadBalancer",), None, f"{cloud.name} has no managed load balancer; leave loadBalancer out")
+        ]
+    if lb.cert_source is cloud.cert_source:
+        return []
+    msg = f"{lb.cert_source.value} is not available on {cloud.name}; use {cloud.cert_source.value}"
+    return [spec_error(("loadBalancer", "certSource"), lb.cert_source.value, msg)]
 
 
-def _secrets(spec: EnvSpec) -> list[InitErrorDetails]:
-    cloud = spec.provider.cloud
-    allowed = SECRET_STORES[cloud]
+def _secrets(spec: EnvSpec, cloud: CloudSpec) -> list[InitErrorDetails]:
+    allowed = cloud.secret_stores
     use = " or ".join(f"{s.value}: ({STORE_NAMES[s]})" for s in allowed) or "no secret store: plain values only"
     out: list[InitErrorDetails] = []
     for kind, values in (("env", spec.runtime.env), ("files", spec.runtime.files)):
         for key, value in values.items():
             if isinstance(value, Secret) and value.ref.store not in allowed:
-                msg = f"{value.ref.store.value}: is not a secret store on {cloud}; use {use}"
-                out.append(_error(("runtime", kind, key, "secret"), value.secret, msg))
+                msg = f"{value.ref.store.value}: is not a secret store on {cloud.name}; use {use}"
+                out.append(spec_error(("runtime", kind, key, "secret"), value.secret, msg))
     return out
 
 
 def secret_warnings(spec: EnvSpec) -> list[str]:
     """validate's warnings for plain values named like secrets, each pointing at this cloud's store."""
-    stores = SECRET_STORES[spec.provider.cloud]
+    cloud = spec_for(spec.provider)
+    stores = cloud.secret_stores if cloud is not None else ()
     return plain_secret_warnings(spec, stores[0] if stores else None)
 
 
-def _has(d: dict[str, Any], alias: str, name: str) -> bool:
-    return alias in d or name in d
+def moved_warnings(spec: EnvSpec) -> list[str]:
+    """A warning for each setting the file gave at its old place, naming the new one."""
+    return [m.warning() for m in _MOVED.get(id(spec), ())]
 
 
-def _snake(alias: str) -> str:
-    return re.sub(r"[A-Z]", lambda m: "_" + m.group(0).lower(), alias)
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+def spec_warnings(spec: EnvSpec) -> list[str]:
+    """Everything `vmplane validate` warns about (positioned by the caller, `path: message`)."""
+    return [*moved_warnings(spec), *secret_warnings(spec)]

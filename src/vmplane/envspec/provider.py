@@ -1,129 +1,66 @@
 """`provider`: where the environment runs, one shape per cloud, selected by `cloud`.
 
-Every member answers `region` and `profile` so code written against the AWS-only provider (printing
-`provider.region`, passing `provider.profile` to an AWS session) keeps type-checking on the union.
+The shapes are the registered clouds' (`vmplane.clouds.specs`), looked up when a spec validates, so a
+cloud registered at run time validates like the shipped ones. Errors stay as a discriminated union gives
+them: an unknown `cloud` lists the clouds, and a member's errors sit under `provider` (`provider.region`).
 """
 
 from __future__ import annotations
 
-import re
-from typing import Annotated, Literal
-from urllib.parse import urlsplit
+import json
+from typing import Annotated, Any
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, PlainValidator, SerializeAsAny, ValidationInfo
+from pydantic_core import PydanticCustomError, PydanticKnownError
 
-from vmplane.envspec.base import Cloud, SpecModel
+from vmplane.clouds.specs import SPECS
+from vmplane.envspec.cloudspec import CloudSpec, ProviderBase
 
-GCP_PROJECT = r"^[a-z][a-z0-9-]{4,28}[a-z0-9]$"
-GCP_REGION = r"^[a-z]+(-[a-z]+)+[0-9]+$"
-_GCP_PROJECT_RE = re.compile(GCP_PROJECT)
-_GCP_REGION_RE = re.compile(GCP_REGION)
-# Proxmox node names are host names (one DNS label).
-PVE_NODE = r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"
+__all__ = ["SPECS", "Provider", "ProviderBase", "cloud_spec", "spec_for"]
 
 
-class AwsProvider(SpecModel):
-    cloud: Literal[Cloud.aws] = Field(description="Amazon Web Services.")
-    region: str = Field(min_length=1, description="AWS region, e.g. us-east-1.")
-    profile: str | None = Field(default=None, description="Named AWS credentials profile. Never read in sandbox mode.")
+def cloud_spec(name: Any) -> CloudSpec | None:
+    """The registered cloud called `name` (a str or the Cloud enum), or None."""
+    return SPECS.get(str(name)) if isinstance(name, str) else None
 
 
-class GcpProvider(SpecModel):
-    cloud: Literal[Cloud.gcp] = Field(description="Google Cloud.")
-    # The patterns are what the validators below enforce, stated in the schema (JSON Schema and OpenAPI).
-    project: str = Field(
-        description="Google Cloud project id: 6-30 lowercase letters, digits or '-'.",
-        json_schema_extra={"pattern": GCP_PROJECT},
-    )
-    region: str = Field(description="Google Cloud region, e.g. us-central1.", json_schema_extra={"pattern": GCP_REGION})
-
-    @field_validator("project")
-    @classmethod
-    def _project(cls, v: str) -> str:
-        if not _GCP_PROJECT_RE.fullmatch(v):
-            raise ValueError(
-                "must be a Google Cloud project id: 6-30 lowercase letters, digits or '-', "
-                "starting with a letter and not ending with '-'"
-            )
-        return v
-
-    @field_validator("region")
-    @classmethod
-    def _region(cls, v: str) -> str:
-        if not _GCP_REGION_RE.fullmatch(v):
-            raise ValueError("must be a Google Cloud region like us-central1 (a region, not a zone like us-central1-a)")
-        return v
-
-    @property
-    def profile(self) -> None:
-        return None
+def spec_for(provider: Any) -> CloudSpec | None:
+    """The cloud a raw or validated `provider` value names, or None (then the provider's own error is reported)."""
+    value = provider.get("cloud") if isinstance(provider, dict) else getattr(provider, "cloud", None)
+    return cloud_spec(value)
 
 
-class AzureProvider(SpecModel):
-    """Parsed so an Azure file validates; provisioning refuses Azure until it is generally available."""
-
-    cloud: Literal[Cloud.azure] = Field(description="Microsoft Azure (not provisionable yet).")
-    region: str = Field(min_length=1, description="Azure region, e.g. westeurope.")
-
-    @property
-    def profile(self) -> None:
-        return None
-
-
-class ProxmoxProvider(SpecModel):
-    cloud: Literal[Cloud.proxmox] = Field(description="A Proxmox VE cluster.")
-    endpoint: str = Field(description="The Proxmox VE API, e.g. https://pve.example:8006.")
-    node: Annotated[str, Field(pattern=PVE_NODE)] | None = Field(
-        default=None, description="The node VMs are created on (give node or nodes)."
-    )
-    nodes: list[Annotated[str, Field(pattern=PVE_NODE)]] | None = Field(
-        default=None, min_length=1, description="Nodes to spread VMs over (give node or nodes)."
-    )
-    ca_file: str | None = Field(
-        default=None, min_length=1, description="PEM file of the CA that signed the API's TLS certificate."
-    )
-    verify_tls: bool = Field(default=True, description="Verify the API's TLS certificate (turn off only for a lab).")
-
-    @field_validator("endpoint")
-    @classmethod
-    def _endpoint(cls, v: str) -> str:
-        try:
-            url = urlsplit(v)
-            url.port  # noqa: B018 -- raises ValueError on a bad port
-        except ValueError:
-            url = None
-        if url is None or url.scheme != "https" or not url.hostname or url.username or url.query or url.fragment:
-            raise ValueError("must be an https URL of the Proxmox VE API, like https://pve.example:8006")
-        return v
-
-    @field_validator("nodes")
-    @classmethod
-    def _unique(cls, v: list[str] | None) -> list[str] | None:
-        if v is not None and len(set(v)) != len(v):
-            raise ValueError("node names must be unique")
-        return v
-
-    @model_validator(mode="after")
-    def _one_placement(self) -> ProxmoxProvider:
-        if (self.node is None) == (self.nodes is None):
-            raise ValueError("give exactly one of node (one node) or nodes (a list)")
-        if self.ca_file is not None and not self.verify_tls:
-            raise ValueError("caFile is only used when verifyTls is true")
-        return self
-
-    @property
-    def placement(self) -> list[str]:
-        """The nodes VMs may be placed on, in the file's order."""
-        return [self.node] if self.node is not None else list(self.nodes or [])
-
-    @property
-    def region(self) -> str:
-        # Proxmox has no regions; the node list is the stable "where" that logs and targets print.
-        return ",".join(self.placement)
-
-    @property
-    def profile(self) -> None:
-        return None
+def _validate(value: Any, info: ValidationInfo) -> ProviderBase:
+    if isinstance(value, ProviderBase):
+        return value
+    if not isinstance(value, dict):
+        raise PydanticKnownError("model_attributes_type")
+    if "cloud" not in value:
+        raise PydanticKnownError("union_tag_not_found", {"discriminator": "'cloud'"})
+    spec = spec_for(value)
+    if spec is None:
+        expected = ", ".join(f"'{name}'" for name in SPECS)
+        tag = value["cloud"] if isinstance(value["cloud"], str) else json.dumps(value["cloud"])
+        raise PydanticKnownError(
+            "union_tag_invalid", {"discriminator": "'cloud'", "tag": tag, "expected_tags": expected}
+        )
+    # A file is read in strict JSON mode (no "2" for 2); in JSON mode the member is validated the same way.
+    if info.mode == "json":
+        return spec.provider.model_validate_json(json.dumps(value), strict=True)
+    return spec.provider.model_validate(value)
 
 
-Provider = Annotated[AwsProvider | GcpProvider | AzureProvider | ProxmoxProvider, Field(discriminator="cloud")]
+def _json_schema_members() -> Any:
+    members = tuple(s.provider for s in SPECS.values())
+    if not members:
+        raise PydanticCustomError("no_clouds", "no cloud is registered")
+    union: Any = members[0]
+    for member in members[1:]:
+        union = union | member
+    return Annotated[union, Field(discriminator="cloud")]
+
+
+# The schema lists the clouds registered when the models are built (the shipped ones).
+Provider = Annotated[
+    SerializeAsAny[ProviderBase], PlainValidator(_validate, json_schema_input_type=_json_schema_members())
+]

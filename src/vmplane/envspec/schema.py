@@ -22,7 +22,6 @@ def env_json_schema() -> dict[str, Any]:
     schema = EnvSpec.model_json_schema(by_alias=True)
     _drop_property_titles(schema)
     _network_synonyms(schema["$defs"]["Network"])
-    schema["$defs"]["ProxmoxProvider"]["oneOf"] = [{"required": ["node"]}, {"required": ["nodes"]}]
     return {
         "$schema": SCHEMA_DIALECT,
         "$id": SCHEMA_ID,

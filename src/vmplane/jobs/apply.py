@@ -17,6 +17,7 @@ from vmplane.clouds.registry import driver_for
 from vmplane.cost.delta import plan_cost
 from vmplane.envspec.impact import CONSEQUENCE, Change, Impact, diff
 from vmplane.envspec.models import EnvSpec
+from vmplane.envspec.percloud import current_shape
 from vmplane.errors import UsageError
 from vmplane.jobs import drift, precheck, secret_push
 from vmplane.jobs import service as jobs
@@ -101,7 +102,7 @@ def plan_apply(
     fresh.notes.extend(unpinned_notes(spec, target, settings.home))  # the cache the fetch wrote
     if job is None:
         return precheck.checked(ApplyPlan(Decision.new, fresh, None), driver, spec, target, say)
-    same = job.config["spec"] == jobs.spec_json(spec) and not manifest_changes(job, spec)
+    same = current_shape(job.config["spec"]) == jobs.spec_json(spec) and not manifest_changes(job, spec)
     if job.status in (JobStatus.deleting, JobStatus.delete_failed):
         raise JobConflictError(
             f"environment {spec.name} is being destroyed by {job.id} ({job.status}); finish that first"
@@ -150,7 +151,7 @@ def _classified_update(
     """plan_update once the file passed the driver's capability check (plan_apply ran it already).
     `report`: the cloud's drift, repaired by the update's first steps. `due`: the secrets' new versions
     (`secret_push.version_changes`), when the caller has read them already."""
-    changes = diff(job.config["spec"], jobs.spec_json(spec)) + manifest_changes(job, spec)
+    changes = diff(current_shape(job.config["spec"]), jobs.spec_json(spec)) + manifest_changes(job, spec)
     regrant = secret_push.references_changed(changes)  # the file's own changes, before the versions
     seen = {c.path for c in changes}
     due = secret_push.version_changes(job, spec) if due is None else due

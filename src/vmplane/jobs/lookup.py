@@ -68,7 +68,7 @@ def session_hint(target: ExecTarget) -> SessionHint:
     if not spec.exec_interactive:
         # GCP's sessions need TCP 22 from IAP; this environment was built without that rule.
         raise UsageError(
-            f"interactive sessions are off for {spec.name} (exec.interactive: false, so no port 22 is open); "
-            "run commands with `vmplane exec ENV VM -- COMMAND`, or set exec.interactive to true and apply"
+            f"interactive sessions are off for {spec.name} (exec.gcp.interactive: false, so no port 22 is open); "
+            "run commands with `vmplane exec ENV VM -- COMMAND`, or set exec.gcp.interactive to true and apply"
         )
     return driver_for(target.job.target).session_hint(target.instance_id)

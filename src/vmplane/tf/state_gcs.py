@@ -12,9 +12,9 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
+from vmplane.clouds.gcp.spec import GcpProvider
 from vmplane.clouds.tags import gcp_label_key, gcp_labels
 from vmplane.envspec.models import EnvSpec
-from vmplane.envspec.provider import GcpProvider
 from vmplane.errors import UsageError
 
 ROLE = "tfstate"

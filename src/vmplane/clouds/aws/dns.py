@@ -9,6 +9,7 @@ from typing import Any
 from vmplane.clouds.aws.errors import aws_call, aws_errors
 from vmplane.clouds.aws.ids import DnsRecord, aws_ids
 from vmplane.clouds.aws.session import AwsClients
+from vmplane.clouds.aws.spec import AwsLoadBalancer
 from vmplane.clouds.base import Context
 from vmplane.clouds.errors import InvalidRequestError, NotFoundError
 from vmplane.clouds.waits import poll
@@ -19,11 +20,12 @@ DNS_TIMEOUT = 300.0
 
 def resolve_hosted_zone(aws: AwsClients, lb: LoadBalancer) -> str | None:
     """The zone for the alias and validation records: the given one, else the longest public suffix match."""
-    if lb.hosted_zone_id:
-        zone = aws_call(aws.route53.get_hosted_zone, Id=lb.hosted_zone_id)["HostedZone"]
+    given = lb.options(AwsLoadBalancer)
+    if given is not None and given.hosted_zone_id:
+        zone = aws_call(aws.route53.get_hosted_zone, Id=given.hosted_zone_id)["HostedZone"]
         name = zone["Name"].rstrip(".")
         if not (lb.domain == name or lb.domain.endswith("." + name)):
-            raise InvalidRequestError(f"loadBalancer.hostedZoneId: zone {name} cannot hold {lb.domain}")
+            raise InvalidRequestError(f"loadBalancer.aws.hostedZoneId: zone {name} cannot hold {lb.domain}")
         return str(zone["Id"]).rsplit("/", 1)[-1]
     best: tuple[int, str] | None = None
     with aws_errors():

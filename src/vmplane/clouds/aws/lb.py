@@ -71,7 +71,7 @@ def preflight(aws: AwsClients, ctx: Context) -> None:
     if zone is None and lb.certificate_arn is None:
         raise InvalidRequestError(
             f"loadBalancer.domain: no Route53 hosted zone in this account holds {lb.domain}; set "
-            "loadBalancer.hostedZoneId, or give loadBalancer.certificateArn and write the DNS record yourself"
+            "loadBalancer.aws.hostedZoneId, or give loadBalancer.certificateArn and write the DNS record yourself"
         )
     if lb.certificate_arn:
         status = aws_call(aws.acm.describe_certificate, CertificateArn=lb.certificate_arn)["Certificate"]["Status"]

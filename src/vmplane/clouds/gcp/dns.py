@@ -14,6 +14,7 @@ from vmplane.clouds.base import Context
 from vmplane.clouds.errors import ConflictError, InvalidRequestError, NotFoundError
 from vmplane.clouds.gcp.ids import DnsRecordSet, gcp_ids
 from vmplane.clouds.gcp.session import GcpClients
+from vmplane.clouds.gcp.spec import GcpLoadBalancer
 from vmplane.clouds.waits import poll
 from vmplane.envspec.models import LoadBalancer
 
@@ -26,22 +27,26 @@ def fqdn(domain: str) -> str:
 
 
 def resolve_zone(gcp: GcpClients, lb: LoadBalancer) -> str:
-    """The managed zone for the record: `loadBalancer.dnsZone`, else the project's public zone whose
+    """The managed zone for the record: `loadBalancer.gcp.dnsZone`, else the project's public zone whose
     DNS name is the longest suffix of the domain."""
     name = fqdn(lb.domain)
-    if lb.dns_zone:
+    given = lb.options(GcpLoadBalancer)
+    dns_zone = given.dns_zone if given is not None else None
+    if dns_zone:
         try:
             zone = gcp.call(
                 "dns.managedZones.get",
-                lambda: gcp.dns.managedZones().get(project=gcp.project, managedZone=lb.dns_zone).execute(),
+                lambda: gcp.dns.managedZones().get(project=gcp.project, managedZone=dns_zone).execute(),
             )
         except NotFoundError:
-            raise InvalidRequestError(f"loadBalancer.dnsZone: no managed zone {lb.dns_zone} in {gcp.project}") from None
+            raise InvalidRequestError(
+                f"loadBalancer.gcp.dnsZone: no managed zone {dns_zone} in {gcp.project}"
+            ) from None
         if not _holds(zone["dnsName"], name):
             raise InvalidRequestError(
-                f"loadBalancer.dnsZone: zone {lb.dns_zone} ({zone['dnsName']}) cannot hold {name}"
+                f"loadBalancer.gcp.dnsZone: zone {dns_zone} ({zone['dnsName']}) cannot hold {name}"
             )
-        return str(lb.dns_zone)
+        return str(dns_zone)
     best: tuple[int, str] | None = None
     for zone in _zones(gcp):
         if zone.get("visibility", "public") != "public" or not _holds(zone["dnsName"], name):
@@ -51,7 +56,7 @@ def resolve_zone(gcp: GcpClients, lb: LoadBalancer) -> str:
     if best is None:
         raise InvalidRequestError(
             f"loadBalancer.domain: no public Cloud DNS managed zone in project {gcp.project} holds {lb.domain}; "
-            "create one or set loadBalancer.dnsZone"
+            "create one or set loadBalancer.gcp.dnsZone"
         )
     return best[1]
 

@@ -159,7 +159,7 @@ def run(
 
 def session_hint(gcp: GcpClients, vm_id: str) -> SessionHint:
     """`gcloud compute ssh` through IAP (OS Login decides who may log in). Whether interactive sessions
-    are allowed at all (`exec.interactive`) is the spec's: the caller refuses when they are off."""
+    are allowed at all (`exec.gcp.interactive`) is the spec's: the caller refuses when they are off."""
     zone = zone_of(gcp, vm_id)
     argv = ["gcloud", "compute", "ssh", vm_id, "--project", gcp.project, "--zone", zone, "--tunnel-through-iap"]
     return SessionHint(argv=argv, needs="gcloud")

@@ -1,7 +1,7 @@
 """Firewall rules on the environment's network, all INGRESS and all by the VMs' network tag:
 
 - `vpc`: TCP `network.ingressPorts` from the VPC's own range (the neutral `VMSecurityGroupID`);
-- `iap`: TCP 22 from IAP's range 35.235.240.0/20 only, and only while `exec.interactive` is true
+- `iap`: TCP 22 from IAP's range 35.235.240.0/20 only, and only while `exec.gcp.interactive` is true
   (`gcloud compute ssh --tunnel-through-iap`); it is deleted when that turns false.
 
 No rule ever has 0.0.0.0/0 as a source. The health-checker rule is the load balancer's (it records it
@@ -136,7 +136,7 @@ def ensure_firewall(gcp: GcpClients, ctx: Context) -> None:
     ctx.log(
         "firewall: "
         + "; ".join(f"{p} tcp/{','.join(map(str, ports))} from {', '.join(src)}" for p, (ports, src) in wanted.items())
-        + ("" if "iap" in wanted else "; no port 22 (exec.interactive is false)")
+        + ("" if "iap" in wanted else "; no port 22 (exec.gcp.interactive is false)")
     )
 
 

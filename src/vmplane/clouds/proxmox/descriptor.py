@@ -40,7 +40,7 @@ DESCRIPTOR = Descriptor(
     cloud=Cloud("proxmox"),
     driver=_driver,
     static_problems=_static_problems,
-    image_field="template",
+    image_field="proxmox.template",
     unpriced="proxmox: the VMs run on your own Proxmox VE hardware, which has no list price to estimate",
     cli=CliGroup("proxmox", Entry("vmplane.cli.proxmox", "proxmox_app")),
 )

@@ -20,6 +20,7 @@ from vmplane.clouds.proxmox import firewall, naming
 from vmplane.clouds.proxmox.ids import pve_ids
 from vmplane.clouds.proxmox.resources import TABLE, Reads, rule_text
 from vmplane.clouds.proxmox.session import Pve
+from vmplane.clouds.proxmox.spec import pool_options
 from vmplane.state import VMState
 
 EXTRA_KINDS = ("vm", "iso")  # found by the job's tag token or VMIDs; every other kind has one job-derived id
@@ -125,7 +126,7 @@ def expected_templates(ctx: Context) -> list[Expected]:
         vmid = ids.TemplateVmid.get(pool_name)
         if vmid is None:
             continue
-        ref = ctx.spec.pools[pool_name].template
+        ref = pool_options(ctx.spec.pools[pool_name]).template
         out.append(
             Expected(
                 address("template", str(ref if ref is not None else vmid)),

@@ -14,8 +14,8 @@ from vmplane.clouds.proxmox import naming
 from vmplane.clouds.proxmox.ids import pve_ids
 from vmplane.clouds.proxmox.network import subnet_layout
 from vmplane.clouds.proxmox.resources import TABLE
+from vmplane.clouds.proxmox.spec import pool_options
 from vmplane.envspec.models import EnvSpec, FixedPool
-from vmplane.envspec.percloud import PROXMOX_CORES, PROXMOX_MEMORY_MB
 from vmplane.state import InfraConfig
 
 
@@ -65,14 +65,15 @@ def provision_resources(spec: EnvSpec, infra: InfraConfig) -> list[PlannedResour
     for pool_name, pool in spec.pools.items():
         if not isinstance(pool, FixedPool):
             continue
-        cores, memory = pool.cores or PROXMOX_CORES, pool.memory_mb or PROXMOX_MEMORY_MB
+        options = pool_options(pool)
+        cores, memory = options.cores, options.memory_mb
         for i in range(pool.size):
             name = naming.vm_name(spec, pool_name, i)
             plus(
                 "vm",
                 name,
                 step,
-                f"full clone of template {pool.template} on {nodes[i % len(nodes)]}, {cores} cores, {memory} MiB, "
+                f"full clone of template {options.template} on {nodes[i % len(nodes)]}, {cores} cores, {memory} MiB, "
                 f"{pool.disk_gb} GB, net0 on {bridge} (firewall, inbound DROP but the group), guest agent",
             )
             plus("iso", "vmplane-<vmid>-cidata.iso", step, f"NoCloud cloud-init ISO of {name} (naming.iso_name)")

@@ -15,6 +15,7 @@ from vmplane.clouds.errors import AuthError, ConflictError, InvalidRequestError,
 from vmplane.clouds.proxmox import firewall, naming, network, ownership, privileges
 from vmplane.clouds.proxmox.ids import pve_ids
 from vmplane.clouds.proxmox.session import TOKEN_ID_ENV, Pve
+from vmplane.clouds.proxmox.spec import pool_options
 
 PREFERRED_ISO_STORAGE = "local"  # PVE's default directory storage; any other iso-capable one will do
 
@@ -58,8 +59,8 @@ def agent_enabled(value: Any) -> bool:
 
 def resolve_template(pve: Pve, ctx: Context, pool_name: str, vms: list[dict[str, Any]]) -> dict[str, Any]:
     """The template VM a pool names (VMID or name) among `cluster/resources` VMs, on a placement node."""
-    ref = ctx.spec.pools[pool_name].template
-    field = f"pools.{pool_name}.template"
+    ref = pool_options(ctx.spec.pools[pool_name]).template
+    field = f"pools.{pool_name}.proxmox.template"
     if ref is None:
         raise InvalidRequestError(f"{field}: required on Proxmox (the VMID or name of the template VM to clone)")
     by_id = isinstance(ref, int) or str(ref).isdigit()
@@ -109,8 +110,9 @@ def warn_local_template(pve: Pve, ctx: Context, pool_name: str, vm: dict[str, An
     )
     if local:
         note = (
-            f"pools.{pool_name}.template: template {vm['vmid']} has disks on local storage ({', '.join(local)}) of "
-            f"node {vm['node']}; Proxmox VE clones to other nodes only from shared storage, so VMs placed on "
+            f"pools.{pool_name}.proxmox.template: template {vm['vmid']} has disks on local storage "
+            f"({', '.join(local)}) of node {vm['node']}; Proxmox VE clones to other nodes only from shared storage, "
+            f"so VMs placed on "
             f"{', '.join(others)} may fail to clone"
         )
         ctx.log(f"warning: {note}")

@@ -19,7 +19,7 @@ from vmplane.clouds.base import Context
 from vmplane.clouds.errors import InvalidRequestError
 from vmplane.clouds.proxmox.ids import pve_ids
 from vmplane.clouds.proxmox.session import Pve
-from vmplane.envspec.percloud import PROXMOX_CORES, PROXMOX_MEMORY_MB
+from vmplane.clouds.proxmox.spec import pool_options
 
 
 def pool_user_data(ctx: Context, pool_name: str) -> str:
@@ -29,10 +29,10 @@ def pool_user_data(ctx: Context, pool_name: str) -> str:
 
 def pool_shape(ctx: Context, pool_name: str) -> dict[str, int]:
     pool = ctx.spec.pools[pool_name]
+    options = pool_options(pool)
     return {
-        # EnvSpec fills both in for proxmox (envspec/percloud.py); its defaults cover a pool built on its own.
-        "cores": pool.cores or PROXMOX_CORES,
-        "memory": pool.memory_mb or PROXMOX_MEMORY_MB,
+        "cores": options.cores,
+        "memory": options.memory_mb,
         "diskGb": pool.disk_gb,
     }
 
@@ -55,18 +55,18 @@ def template_hash(template_id: str) -> str:
 def resolve_template(pve: Pve, pool_name: str, ref: int | str | None) -> tuple[str, int]:
     """(node, vmid) of the pool's template, by VMID or by name, among the cluster's templates."""
     if ref is None:
-        raise InvalidRequestError(f"pools.{pool_name}.template: name the template VM to clone (VMID or name)")
+        raise InvalidRequestError(f"pools.{pool_name}.proxmox.template: name the template VM to clone (VMID or name)")
     templates = [r for r in pve.get("cluster/resources", type="vm") or [] if int(r.get("template") or 0) == 1]
     if isinstance(ref, int) or str(ref).isdigit():
         found = [r for r in templates if int(r["vmid"]) == int(ref)]
     else:
         found = [r for r in templates if r.get("name") == ref]
     if not found:
-        raise InvalidRequestError(f"pools.{pool_name}.template: no template VM {ref!r} on the cluster")
+        raise InvalidRequestError(f"pools.{pool_name}.proxmox.template: no template VM {ref!r} on the cluster")
     if len(found) > 1:
         ids = ", ".join(str(r["vmid"]) for r in found)
         raise InvalidRequestError(
-            f"pools.{pool_name}.template: {len(found)} templates are named {ref!r} ({ids}); give the VMID"
+            f"pools.{pool_name}.proxmox.template: {len(found)} templates are named {ref!r} ({ids}); give the VMID"
         )
     return str(found[0]["node"]), int(found[0]["vmid"])
 
@@ -74,7 +74,7 @@ def resolve_template(pve: Pve, pool_name: str, ref: int | str | None) -> tuple[s
 def ensure_templates(pve: Pve, ctx: Context) -> None:
     infra, ids = ctx.infra, pve_ids(ctx.infra)
     for pool_name, pool in ctx.spec.pools.items():
-        node, vmid = resolve_template(pve, pool_name, pool.template)
+        node, vmid = resolve_template(pve, pool_name, pool_options(pool).template)
         template_id = f"{vmid}@{config_hash(ctx, pool_name, vmid)}"
         version = infra.LaunchTemplateVersion.get(pool_name, 0)
         changed = infra.LaunchTemplateID.get(pool_name) != template_id

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from vmplane.clouds.aws.spec import AwsLoadBalancer
 from vmplane.envspec.models import EnvSpec
 from vmplane.tf.aws.common import BASE, OWNER, E, tag_map
 from vmplane.tf.aws.network import egress_all, ingress
@@ -11,7 +12,8 @@ from vmplane.tf.hcl import Block, Comment, Item
 def load_balancer(spec: EnvSpec) -> list[Item]:
     assert spec.load_balancer is not None
     given_cert = spec.load_balancer.certificate_arn is not None
-    given_zone = spec.load_balancer.hosted_zone_id is not None
+    aws_lb = spec.load_balancer.options(AwsLoadBalancer)
+    given_zone = aws_lb is not None and aws_lb.hosted_zone_id is not None
     out: list[Item] = [Comment("---- load balancer: ALB in the public subnets, HTTPS with ACM, DNS alias ----")]
     out.append(
         Block("locals")
@@ -25,7 +27,7 @@ def load_balancer(spec: EnvSpec) -> list[Item]:
     )
     zone = Block("data", ["aws_route53_zone", "this"])
     if given_zone:
-        zone.attr("zone_id", E("local.lb.hostedZoneId"))
+        zone.attr("zone_id", E("local.lb.aws.hostedZoneId"))
     else:
         # The zone whose name is a suffix of the domain: the parent domain (one label up).
         zone.attr("name", E('join(".", slice(split(".", local.lb.domain), 1, length(split(".", local.lb.domain))))'))

@@ -49,7 +49,7 @@ NOTES = InputNotes(
 
 
 def interactive(spec: EnvSpec) -> bool:
-    """Whether the stack opens TCP 22 from IAP's range (`exec.interactive`, true unless set false)."""
+    """Whether the stack opens TCP 22 from IAP's range (`exec.gcp.interactive`, true unless set false)."""
     return spec.exec_interactive
 
 

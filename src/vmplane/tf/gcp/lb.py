@@ -20,7 +20,7 @@ def load_balancer(spec: EnvSpec) -> list[Item]:
         .attr(
             "description",
             "The Cloud DNS managed zone (its name) that holds loadBalancer.domain, when the spec does not "
-            "set loadBalancer.dnsZone; set it in terraform.tfvars.",
+            "set loadBalancer.gcp.dnsZone; set it in terraform.tfvars.",
         )
     )
     out.append(
@@ -28,14 +28,14 @@ def load_balancer(spec: EnvSpec) -> list[Item]:
         .attr("lb", E("local.cloud.loadBalancer"))
         .attr("lb_ports", E("distinct([tostring(local.lb.targetPort), tostring(local.lb.healthCheck.port)])"))
         # The spec's zone wins; the variable covers a spec that leaves it out (no lookup by domain here).
-        .attr("dns_zone", E("try(local.lb.dnsZone, var.dns_zone)"))
+        .attr("dns_zone", E("try(local.lb.gcp.dnsZone, var.dns_zone)"))
     )
     zone = Block("data", ["google_dns_managed_zone", "this"]).attr("name", E("local.dns_zone"))
     check = zone.block("lifecycle").block("precondition")
     check.attr("condition", E("local.dns_zone != null"))
     check.attr(
         "error_message",
-        "Give the Cloud DNS managed zone of loadBalancer.domain: loadBalancer.dnsZone in the environment "
+        "Give the Cloud DNS managed zone of loadBalancer.domain: loadBalancer.gcp.dnsZone in the environment "
         "file, or dns_zone in terraform.tfvars.",
     )
     out.append(zone)
