@@ -30,10 +30,11 @@ def resolve_zone(gcp: GcpClients, lb: LoadBalancer) -> str:
     DNS name is the longest suffix of the domain."""
     name = fqdn(lb.domain)
     if lb.dns_zone:
+        wanted = lb.dns_zone  # narrowed to str here, not inside the lambda
         try:
             zone = gcp.call(
                 "dns.managedZones.get",
-                lambda: gcp.dns.managedZones().get(project=gcp.project, managedZone=lb.dns_zone).execute(),
+                lambda: gcp.dns.managedZones().get(project=gcp.project, managedZone=wanted).execute(),
             )
         except NotFoundError:
             raise InvalidRequestError(f"loadBalancer.dnsZone: no managed zone {lb.dns_zone} in {gcp.project}") from None

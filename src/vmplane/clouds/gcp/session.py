@@ -18,7 +18,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from vmplane.clouds.base import count_call
 from vmplane.clouds.errors import AuthError, DeadlineExceededError, DependencyViolationError, TransientError
@@ -26,6 +26,9 @@ from vmplane.clouds.faults import fault_hook
 from vmplane.clouds.gcp.errors import translate
 from vmplane.clouds.waits import note_retry
 from vmplane.observe import calls
+
+if TYPE_CHECKING:
+    from vmplane.clouds.gcp.discovery import CrmApi, DnsApi, IamApi, SecretManagerApi
 
 T = TypeVar("T")
 
@@ -116,17 +119,22 @@ class GcpClients:
                 )
             return self._discovery[key]
 
+    # The typed faces of the discovery clients vmplane calls (discovery.py): the client itself is untyped.
     @property
-    def dns(self) -> Any:
-        return self.api("dns", "v1")
+    def dns(self) -> DnsApi:
+        return cast("DnsApi", self.api("dns", "v1"))
 
     @property
-    def iam(self) -> Any:
-        return self.api("iam", "v1")
+    def iam(self) -> IamApi:
+        return cast("IamApi", self.api("iam", "v1"))
 
     @property
-    def crm(self) -> Any:
-        return self.api("cloudresourcemanager", "v1")
+    def crm(self) -> CrmApi:
+        return cast("CrmApi", self.api("cloudresourcemanager", "v1"))
+
+    @property
+    def secretmanager(self) -> SecretManagerApi:
+        return cast("SecretManagerApi", self.api("secretmanager", "v1"))
 
     # ---- calls ----
     def call(self, method: str, fn: Callable[[], T]) -> T:
