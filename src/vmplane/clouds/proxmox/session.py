@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 from vmplane.clouds.base import count_call
 from vmplane.clouds.errors import AuthError, DeadlineExceededError, DependencyViolationError, TransientError
 from vmplane.clouds.faults import fault_hook
+from vmplane.clouds.proxmox.api import Method, ProxmoxApi
 from vmplane.clouds.proxmox.errors import translate
 from vmplane.clouds.waits import note_retry
 from vmplane.observe import calls
@@ -124,7 +125,7 @@ class Pve:
     def __init__(self, target: PveTarget, token: Token | None = None) -> None:
         self.target = target
         self._token = token
-        self._api: Any = None
+        self._api: ProxmoxApi | None = None
         self._lock = threading.Lock()
         self._fault = fault_hook() if target.loopback else None  # the crash tests' hook (clouds/faults.py)
 
@@ -132,7 +133,7 @@ class Pve:
     def nodes(self) -> tuple[str, ...]:
         return self.target.nodes
 
-    def _client(self) -> Any:
+    def _client(self) -> ProxmoxApi:
         with self._lock:
             if self._api is None:
                 from proxmoxer import ProxmoxAPI
@@ -152,7 +153,7 @@ class Pve:
                 )
             return self._api
 
-    def request(self, method: str, path: str, /, **params: Any) -> Any:
+    def request(self, method: Method, path: str, /, **params: Any) -> Any:
         """One API call: counted, translated into vmplane's CloudError tree, transient failures retried
         with jittered backoff to a deadline. `path` is positional-only: `PUT access/acl` has a `path` parameter."""
         name = call_name(method, path)
@@ -219,7 +220,7 @@ class Pve:
             delay = min(delay * 1.5, 3.0)
 
     def run_task(
-        self, method: str, path: str, *, node: str, what: str, timeout: float = TASK_TIMEOUT, **params: Any
+        self, method: Method, path: str, *, node: str, what: str, timeout: float = TASK_TIMEOUT, **params: Any
     ) -> None:
         """A call that starts a task, then its wait (an answer that is not a UPID ended synchronously)."""
         upid = self.request(method, path, **params)
