@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from vmplane.clouds.aws.errors import aws_errors
 from vmplane.clouds.aws.session import AwsClients, AwsTarget
@@ -21,6 +21,8 @@ from vmplane.envspec.models import Cloud, EnvSpec
 from vmplane.errors import StateConflictError, UsageError
 
 if TYPE_CHECKING:
+    from types_boto3_s3.literals import BucketLocationConstraintType
+
     from vmplane.tf.state_gcs import GcsLocation
 
 
@@ -62,17 +64,19 @@ def empty_state(lineage: str) -> str:
 def init_state(aws: AwsClients, spec: EnvSpec) -> StateLocation:
     """Create the bucket if needed (private, versioned, encrypted) and the state object, never overwriting."""
     loc = location(spec)
-    s3 = aws.client("s3")
+    s3 = aws.s3
     with aws_errors():
         try:
             s3.head_bucket(Bucket=loc.bucket)
         except s3.exceptions.ClientError as err:
             if err.response.get("Error", {}).get("Code") not in ("404", "NoSuchBucket", "NotFound"):
                 raise
-            create: dict[str, object] = {"Bucket": loc.bucket}
-            if loc.region != "us-east-1":
-                create["CreateBucketConfiguration"] = {"LocationConstraint": loc.region}
-            s3.create_bucket(**create)
+            if loc.region == "us-east-1":  # the one region S3 refuses a LocationConstraint for
+                s3.create_bucket(Bucket=loc.bucket)
+            else:
+                # Any region the file names: the stubs list today's regions, S3 itself refuses an unknown one.
+                region = cast("BucketLocationConstraintType", loc.region)
+                s3.create_bucket(Bucket=loc.bucket, CreateBucketConfiguration={"LocationConstraint": region})
             s3.put_public_access_block(
                 Bucket=loc.bucket,
                 PublicAccessBlockConfiguration={
@@ -132,7 +136,7 @@ def state_exists(aws: AwsClients, spec: EnvSpec) -> bool:
     loc = location(spec)
     try:
         with aws_errors():
-            aws.client("s3").head_object(Bucket=loc.bucket, Key=loc.key)
+            aws.s3.head_object(Bucket=loc.bucket, Key=loc.key)
     except CloudError as err:
         if isinstance(err, NotFoundError) or err.code in ("404", "NoSuchKey", "NoSuchBucket"):
             return False

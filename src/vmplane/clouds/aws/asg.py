@@ -4,6 +4,7 @@ following the group, and the instance refresh request that `vmplane rotate` send
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -28,7 +29,7 @@ def wanted_sizes(pool: AsgPool, *, held: bool = False) -> dict[str, int]:
     return {"MinSize": pool.min, "MaxSize": pool.max, "DesiredCapacity": pool.desired}
 
 
-def size_update(group: dict[str, Any], pool: AsgPool, *, held: bool = False) -> dict[str, int] | None:
+def size_update(group: Mapping[str, Any], pool: AsgPool, *, held: bool = False) -> dict[str, int] | None:
     """UpdateAutoScalingGroup's sizes when the described group's differ from the wanted ones, else None."""
     sizes = wanted_sizes(pool, held=held)
     if all(group[k] == v for k, v in sizes.items()):
@@ -37,7 +38,7 @@ def size_update(group: dict[str, Any], pool: AsgPool, *, held: bool = False) -> 
 
 
 def held_reason(
-    pool_name: str, pool: AsgPool, group: dict[str, Any] | None, stopped: list[str], now: datetime
+    pool_name: str, pool: AsgPool, group: Mapping[str, Any] | None, stopped: list[str], now: datetime
 ) -> str | None:
     """Why an apply keeps the group at 0 rather than at the pool's sizes, or None: `vmplane stop`
     stopped it, or its schedule stopped it and the running window has not come yet (sizing it up now
@@ -121,7 +122,7 @@ def ensure_asg_pool(
     ctx.log(f"pool {pool_name}: auto scaling group {name} with {len(instances)} in service")
 
 
-def _follow_template(aws: AwsClients, ctx: Context, pool_name: str, group: dict[str, Any]) -> None:
+def _follow_template(aws: AwsClients, ctx: Context, pool_name: str, group: Mapping[str, Any]) -> None:
     """The group launches from the pool's recorded template: one made again (its template was deleted
     out of band, `repair`) has a new id, and the group would otherwise keep naming the deleted one."""
     want = ctx.infra.LaunchTemplateID[pool_name]
@@ -135,10 +136,12 @@ def _follow_template(aws: AwsClients, ctx: Context, pool_name: str, group: dict[
     ctx.log(f"pool {pool_name}: auto scaling group {group['AutoScalingGroupName']} now launches from {want}")
 
 
-def wait_capacity(aws: AwsClients, name: str, desired: int, timeout: float = RUNNING_TIMEOUT) -> list[dict[str, Any]]:
+def wait_capacity(
+    aws: AwsClients, name: str, desired: int, timeout: float = RUNNING_TIMEOUT
+) -> Sequence[Mapping[str, Any]]:
     """Wait until the group holds exactly `desired` instances, all InService; returns them."""
 
-    def at_capacity() -> list[dict[str, Any]] | None:
+    def at_capacity() -> Sequence[Mapping[str, Any]] | None:
         g = aws_call(aws.autoscaling.describe_auto_scaling_groups, AutoScalingGroupNames=[name])["AutoScalingGroups"][0]
         up = [i for i in g.get("Instances", []) if i["LifecycleState"] == "InService"]
         return up if len(up) == desired and len(g.get("Instances", [])) == desired else None

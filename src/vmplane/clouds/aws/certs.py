@@ -12,20 +12,24 @@ from __future__ import annotations
 
 import secrets
 from functools import partial
+from typing import TYPE_CHECKING
 
 from vmplane.clouds.aws import dns
 from vmplane.clouds.aws.errors import aws_call, aws_errors
 from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.aws.session import AwsClients
-from vmplane.clouds.aws.tags import owned_by, tag_list
+from vmplane.clouds.aws.tags import TagList, owned_by, tag_list
 from vmplane.clouds.base import Context, Tagger
 from vmplane.clouds.deletes import delete
 from vmplane.clouds.errors import InvalidRequestError
 from vmplane.clouds.waits import poll
 
+if TYPE_CHECKING:
+    from types_boto3_acm.literals import CertificateStatusType
+
 CERT_TIMEOUT = 1800.0  # DNS validation usually takes minutes; ACM gives up after 72 h
 DELETE_TIMEOUT = 600.0
-_ACTIVE_CERT = ["PENDING_VALIDATION", "ISSUED"]
+_ACTIVE_CERT: list[CertificateStatusType] = ["PENDING_VALIDATION", "ISSUED"]
 
 
 def request(aws: AwsClients, ctx: Context) -> None:
@@ -73,7 +77,9 @@ def _write_validation_record(aws: AwsClients, ctx: Context, arn: str) -> None:
         cert = aws_call(aws.acm.describe_certificate, CertificateArn=arn)["Certificate"]
         options = cert.get("DomainValidationOptions", [])
         rr = options[0].get("ResourceRecord") if options else None
-        return dict(rr) if rr else None  # ACM fills the record in a few seconds after the request
+        if not rr:  # ACM fills the record in a few seconds after the request
+            return None
+        return {"Name": rr["Name"], "Type": rr["Type"], "Value": rr["Value"]}
 
     rr = poll(record, what="the certificate's DNS validation record", timeout=dns.DNS_TIMEOUT, first=0.05)
     zone = aws_ids(ctx.infra).HostedZoneID
@@ -121,14 +127,13 @@ def delete_job_certificates(aws: AwsClients, ctx: Context) -> None:
 
 
 def job_certificates(
-    aws: AwsClients, t: Tagger, *, domain: str | None = None, statuses: list[str] | None = None
-) -> list[tuple[str, list[dict[str, str]]]]:
+    aws: AwsClients, t: Tagger, *, domain: str | None = None, statuses: list[CertificateStatusType] | None = None
+) -> list[tuple[str, TagList]]:
     """The job's certificates (ARN, tags); domain and status narrow the scan before any tag lookup."""
-    out: list[tuple[str, list[dict[str, str]]]] = []
+    out: list[tuple[str, TagList]] = []
     with aws_errors():
-        pages = aws.acm.get_paginator("list_certificates").paginate(
-            **({"CertificateStatuses": statuses} if statuses else {})
-        )
+        paginator = aws.acm.get_paginator("list_certificates")
+        pages = paginator.paginate(CertificateStatuses=statuses) if statuses else paginator.paginate()
         for page in pages:
             for cert in page["CertificateSummaryList"]:
                 if domain is not None and cert.get("DomainName") != domain:

@@ -7,7 +7,7 @@ A resource tagged with this job is not a conflict: it is a resume or an update o
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -15,13 +15,13 @@ from vmplane.clouds.aws import eventbridge, iam, naming, scheduler_role
 from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.ids import DnsRecord, aws_ids
 from vmplane.clouds.aws.session import AwsClients
-from vmplane.clouds.aws.tags import owned_by, tag_owner
+from vmplane.clouds.aws.tags import TagList, owned_by, tag_owner
 from vmplane.clouds.base import Context
 from vmplane.clouds.errors import ConflictError, NotFoundError
 from vmplane.clouds.parallel import side_by_side
 from vmplane.envspec.models import AsgPool
 
-Tags = list[dict[str, str]]
+Tags = TagList
 # Route53 refuses an A record beside a CNAME of the same name, and an UPSERT would overwrite an A.
 _CLASHING_RECORD_TYPES = ("A", "CNAME")
 
@@ -93,10 +93,10 @@ def check_lb_names(aws: AwsClients, ctx: Context, zone: str | None) -> None:
         )
 
 
-def _record_sets(aws: AwsClients, zone: str | None, domain: str) -> list[dict[str, Any]]:
+def _record_sets(aws: AwsClients, zone: str | None, domain: str) -> Sequence[Mapping[str, Any]]:
     if zone is None:
         return []
-    out: list[dict[str, Any]] = aws_call(
+    out: Sequence[Mapping[str, Any]] = aws_call(
         aws.route53.list_resource_record_sets, HostedZoneId=zone, StartRecordName=domain, MaxItems="10"
     )["ResourceRecordSets"]
     return out
@@ -111,7 +111,7 @@ def _tags_or_none(fetch: Callable[[], Tags]) -> Tags | None:
 
 
 def _elb_tags(
-    aws: AwsClients, describe: Callable[..., dict[str, Any]], key: str, arn_key: str, name: str
+    aws: AwsClients, describe: Callable[..., Mapping[str, Any]], key: str, arn_key: str, name: str
 ) -> Tags | None:
     """The tags of the ELB resource named `name` (names are unique per region), or None if absent."""
     try:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from botocore.exceptions import (
     BotoCoreError,
@@ -113,7 +113,8 @@ _QUOTA = {
 
 
 def translate(err: ClientError) -> e.CloudError:
-    info = err.response.get("Error", {})
+    # A Mapping, not the stubs' TypedDict: the session adds VmplaneCredentials to it (session.py).
+    info: Mapping[str, Any] = err.response.get("Error", {})
     status = int(err.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
     code = str(info.get("Code", "Unknown"))
     message = str(info.get("Message", "")) or code

@@ -13,6 +13,7 @@ there is the definition, not a stop at 19:00.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from functools import partial
 from typing import Any, Literal
 
@@ -22,7 +23,7 @@ from vmplane.clouds.aws.errors import aws_call, aws_errors
 from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.aws.naming import partition
 from vmplane.clouds.aws.session import AwsClients
-from vmplane.clouds.aws.tags import owned_by, tag_list, tag_owner
+from vmplane.clouds.aws.tags import TagList, owned_by, tag_list, tag_owner
 from vmplane.clouds.base import Context
 from vmplane.clouds.errors import ConflictError, InvalidRequestError, NotFoundError, TransientError
 from vmplane.clouds.waits import poll, retry
@@ -83,7 +84,7 @@ def schedule_request(
     }
 
 
-def differs(current: dict[str, Any], wanted: dict[str, Any]) -> bool:
+def differs(current: Mapping[str, Any], wanted: dict[str, Any]) -> bool:
     if any(current.get(k) != wanted[k] for k in _COMPARED):
         return True
     have, want = current.get("Target", {}), wanted["Target"]
@@ -120,13 +121,13 @@ def _put(aws: AwsClients, request: dict[str, Any], *, create: bool) -> str:
 # ---- the group ------------------------------------------------------------------------------------
 
 
-def group_arn_tags(aws: AwsClients, name: str) -> tuple[str, list[dict[str, str]]]:
+def group_arn_tags(aws: AwsClients, name: str) -> tuple[str, TagList]:
     """(ARN, tags) of a schedule group; NotFoundError if there is none."""
     arn = str(aws_call(aws.scheduler.get_schedule_group, Name=name)["Arn"])
     return arn, list(aws_call(aws.scheduler.list_tags_for_resource, ResourceArn=arn).get("Tags", []))
 
 
-def _group(aws: AwsClients, ctx: Context, name: str) -> tuple[str, list[dict[str, str]]] | None:
+def _group(aws: AwsClients, ctx: Context, name: str) -> tuple[str, TagList] | None:
     """(ARN, tags) of the group if it exists and is this job's; None if it does not exist; raises if
     it is another's."""
     try:
@@ -139,7 +140,7 @@ def _group(aws: AwsClients, ctx: Context, name: str) -> tuple[str, list[dict[str
     return arn, tags
 
 
-def owned_group(aws: AwsClients, ctx: Context) -> tuple[str, list[dict[str, str]]] | None:
+def owned_group(aws: AwsClients, ctx: Context) -> tuple[str, TagList] | None:
     return _group(aws, ctx, aws_ids(ctx.infra).ScheduleGroupName or naming.schedule_group_name(ctx.spec))
 
 
@@ -214,7 +215,7 @@ def ensure_pool(aws: AwsClients, ctx: Context, pool_name: str, schedule: Schedul
         wanted = schedule_request(ctx, pool_name, schedule, kind, instance_ids, role_arn, paused=paused)
         name, group = wanted["Name"], wanted["GroupName"]
         try:
-            current: dict[str, Any] | None = aws_call(aws.scheduler.get_schedule, Name=name, GroupName=group)
+            current: Mapping[str, Any] | None = aws_call(aws.scheduler.get_schedule, Name=name, GroupName=group)
         except NotFoundError:
             current = None
         if current is None or differs(current, wanted):

@@ -5,7 +5,7 @@ EventBridge Scheduler runs its schedules as (`scheduler_role`)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
@@ -15,7 +15,7 @@ from vmplane.clouds.aws.errors import aws_call
 from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.aws.secrets import AwsSecretAccess
 from vmplane.clouds.aws.session import AwsClients
-from vmplane.clouds.aws.tags import owned_by, tag_list, tag_owner
+from vmplane.clouds.aws.tags import TagList, owned_by, tag_list, tag_owner
 from vmplane.clouds.base import Context
 from vmplane.clouds.errors import ConflictError, InvalidRequestError, NotFoundError
 from vmplane.envspec.secrets import secret_refs
@@ -92,6 +92,7 @@ def ensure_secret_grants(aws: AwsClients, ctx: Context) -> None:
     too_big = secret_policy.size_problem(grants, region)
     if too_big:
         raise InvalidRequestError(too_big)
+    current: Mapping[str, Any]
     try:
         current = aws_call(iam.get_role_policy, RoleName=name, PolicyName=secret_policy.POLICY_NAME)
     except NotFoundError:
@@ -139,6 +140,7 @@ def ensure_scheduler_role(aws: AwsClients, ctx: Context) -> str:
         role = aws_call(iam.get_role, RoleName=name)["Role"]
         if role.get("AssumeRolePolicyDocument") != trust:
             aws_call(iam.update_assume_role_policy, RoleName=name, PolicyDocument=json.dumps(trust, sort_keys=True))
+    current: Mapping[str, Any]
     try:
         current = aws_call(iam.get_role_policy, RoleName=name, PolicyName=scheduler_role.POLICY_NAME)
     except NotFoundError:
@@ -181,7 +183,7 @@ def _delete_role(aws: AwsClients, name: str) -> None:
     deletes.delete(partial(aws_call, iam.delete_role, RoleName=name), what=f"delete role {name}")
 
 
-def _owned(ctx: Context, fetch_tags: Callable[[], list[dict[str, str]]], kind: str, name: str) -> bool:
+def _owned(ctx: Context, fetch_tags: Callable[[], TagList], kind: str, name: str) -> bool:
     """True if the entity exists and carries this job's tag; raise if it exists but is someone else's."""
     try:
         tags = fetch_tags()
@@ -199,11 +201,11 @@ def _owned(ctx: Context, fetch_tags: Callable[[], list[dict[str, str]]], kind: s
 
 
 # GetInstanceProfile carries the tags (and, unlike ListInstanceProfileTags, the sandbox implements it).
-def role_tags(aws: AwsClients, name: str) -> Callable[[], list[dict[str, str]]]:
+def role_tags(aws: AwsClients, name: str) -> Callable[[], TagList]:
     return lambda: list(aws_call(aws.iam.list_role_tags, RoleName=name)["Tags"])
 
 
-def profile_tags(aws: AwsClients, name: str) -> Callable[[], list[dict[str, str]]]:
+def profile_tags(aws: AwsClients, name: str) -> Callable[[], TagList]:
     return lambda: list(
         aws_call(aws.iam.get_instance_profile, InstanceProfileName=name)["InstanceProfile"].get("Tags", [])
     )

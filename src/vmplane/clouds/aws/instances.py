@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from vmplane.bootstrap.cloudinit import SENTINEL_CHECK_COMMAND
@@ -66,7 +66,7 @@ def ensure_fixed_pool(aws: AwsClients, ctx: Context, pool_name: str, pool: Fixed
     ctx.log(f"pool {pool_name}: {pool.size} VMs launched")
 
 
-def follow_power_state(rec: VMRecord, inst: dict[str, Any]) -> None:
+def follow_power_state(rec: VMRecord, inst: Mapping[str, Any]) -> None:
     """The record follows a stop or start that happened outside the job (the pool's schedule, a person):
     a stopped VM is recorded `stopped` (not recreated, not waited for, its sentinel not polled); one that
     runs again after a stop goes back through readiness."""
@@ -89,14 +89,14 @@ def _shrink_fixed_pool(aws: AwsClients, ctx: Context, pool_name: str, size: int)
         ctx.log(f"pool {pool_name}: removed {vm.Name} (size is {size})")
 
 
-def _find_instance(aws: AwsClients, ctx: Context, name: str, known_id: str | None = None) -> dict[str, Any] | None:
+def _find_instance(aws: AwsClients, ctx: Context, name: str, known_id: str | None = None) -> Mapping[str, Any] | None:
     """The live instance named `name`; the recorded one first (during a rotation two share the name)."""
     instances = instances_named(aws, ctx, name)
     instances.sort(key=lambda i: (i["InstanceId"] != known_id, i.get("LaunchTime", "")))
     return instances[0] if instances else None
 
 
-def instances_named(aws: AwsClients, ctx: Context, name: str) -> list[dict[str, Any]]:
+def instances_named(aws: AwsClients, ctx: Context, name: str) -> list[Mapping[str, Any]]:
     reservations = aws_call(
         aws.ec2.describe_instances,
         Filters=[*job_filters(ctx.tagger, "vm", name), {"Name": "instance-state-name", "Values": LIVE_STATES}],
@@ -157,7 +157,7 @@ def run_instance(
     return dict(launched["Instances"][0])
 
 
-def record_instance(rec: VMRecord, inst: dict[str, Any]) -> None:
+def record_instance(rec: VMRecord, inst: Mapping[str, Any]) -> None:
     rec.ID = inst["InstanceId"]
     rec.PrivateIP = inst.get("PrivateIpAddress")
     rec.AZ = inst.get("Placement", {}).get("AvailabilityZone")
@@ -165,7 +165,7 @@ def record_instance(rec: VMRecord, inst: dict[str, Any]) -> None:
     rec.LaunchTemplateVersion = launched_version(inst)
 
 
-def launched_version(inst: dict[str, Any]) -> int | None:
+def launched_version(inst: Mapping[str, Any]) -> int | None:
     """The template version an instance was launched from (EC2 tags every instance launched from one)."""
     tags = {t["Key"]: t["Value"] for t in inst.get("Tags", [])}
     version = tags.get("aws:ec2launchtemplate:version")

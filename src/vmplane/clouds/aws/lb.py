@@ -9,6 +9,7 @@ like the rest of the driver. Route53 records cannot carry tags, so the ones vmpl
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from vmplane.clouds.aws import certs, conflicts, dns, naming, security_groups
@@ -16,7 +17,7 @@ from vmplane.clouds.aws.errors import aws_call, aws_errors
 from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.aws.security_groups import HTTP_PORT, HTTPS_PORT
 from vmplane.clouds.aws.session import AwsClients
-from vmplane.clouds.aws.tags import owned_by, tag_list
+from vmplane.clouds.aws.tags import TagList, owned_by, tag_list
 from vmplane.clouds.aws.targets import DRAIN_SECONDS
 from vmplane.clouds.base import Context, Tagger
 from vmplane.clouds.errors import (
@@ -44,7 +45,9 @@ def _elb_tags(t: Tagger, role: str, name: str) -> list[dict[str, str]]:
     return tag_list(t.tags(role, name))
 
 
-def _find_ours(aws: AwsClients, t: Tagger, describe: Any, key: str, arn_key: str, name: str) -> dict[str, Any] | None:
+def _find_ours(
+    aws: AwsClients, t: Tagger, describe: Any, key: str, arn_key: str, name: str
+) -> Mapping[str, Any] | None:
     """An ELB resource found by its (account-unique) name: None if absent, refused if another owns it."""
     try:
         found = dict(aws_call(describe, Names=[name])[key][0])
@@ -281,8 +284,8 @@ def ensure_dns_record(aws: AwsClients, ctx: Context) -> None:
 # ---- find by tag (teardown and the leftover check) ------------------------------------------------
 
 
-def _tagged_elb(aws: AwsClients, t: Tagger, arns: list[str]) -> list[tuple[str, list[dict[str, str]]]]:
-    out: list[tuple[str, list[dict[str, str]]]] = []
+def _tagged_elb(aws: AwsClients, t: Tagger, arns: list[str]) -> list[tuple[str, TagList]]:
+    out: list[tuple[str, TagList]] = []
     for i in range(0, len(arns), 20):  # DescribeTags takes at most 20 ARNs
         for d in aws_call(aws.elbv2.describe_tags, ResourceArns=arns[i : i + 20])["TagDescriptions"]:
             tags = d.get("Tags", [])
@@ -291,7 +294,7 @@ def _tagged_elb(aws: AwsClients, t: Tagger, arns: list[str]) -> list[tuple[str, 
     return out
 
 
-def job_elb_resources(aws: AwsClients, t: Tagger) -> list[tuple[str, list[dict[str, str]]]]:
+def job_elb_resources(aws: AwsClients, t: Tagger) -> list[tuple[str, TagList]]:
     """The job's load balancers and target groups (ARN, tags), load balancers first."""
     with aws_errors():
         lbs = [
@@ -307,7 +310,7 @@ def job_elb_resources(aws: AwsClients, t: Tagger) -> list[tuple[str, list[dict[s
     return _tagged_elb(aws, t, lbs) + _tagged_elb(aws, t, tgs)
 
 
-def job_listeners(aws: AwsClients, t: Tagger, lb_arns: list[str]) -> list[tuple[str, list[dict[str, str]]]]:
+def job_listeners(aws: AwsClients, t: Tagger, lb_arns: list[str]) -> list[tuple[str, TagList]]:
     """The listeners of these load balancers that carry the job's tag (ARN, tags)."""
     arns = [
         x["ListenerArn"]

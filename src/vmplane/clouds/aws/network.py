@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -144,7 +144,7 @@ def _nat_address(aws: AwsClients, ctx: Context) -> None:
 
 
 def _first_id(
-    describe: Callable[..., dict[str, Any]], key: str, filters: list[dict[str, Any]], id_key: str
+    describe: Callable[..., Mapping[str, Any]], key: str, filters: list[dict[str, Any]], id_key: str
 ) -> str | None:
     """The id of the first resource carrying the job's tags (find-by-tag), None when there is none."""
     found = find_tagged(describe, key, filters)
@@ -195,7 +195,7 @@ def _tag_vpc_defaults(aws: AwsClients, ctx: Context) -> None:
         )
 
 
-def _empty_default_group(aws: AwsClients, group: dict[str, object]) -> None:
+def _empty_default_group(aws: AwsClients, group: Mapping[str, Any]) -> None:
     """Nothing of vmplane's uses the VPC's default group: remove AWS's allow-all rules (CIS: the default
     group restricts all traffic), so a resource launched into it by mistake is unreachable."""
     gid = str(group["GroupId"])
@@ -339,7 +339,9 @@ def _ensure_route_table(aws: AwsClients, ctx: Context, role: str, subnet_ids: li
     return str(rt_id)
 
 
-def ensure_default_route(aws: AwsClients, rt_id: str, current: list[dict[str, str]], target: dict[str, str]) -> bool:
+def ensure_default_route(
+    aws: AwsClients, rt_id: str, current: Sequence[Mapping[str, Any]], target: dict[str, str]
+) -> bool:
     """0.0.0.0/0 -> `target` in the table: created, or replaced when it points elsewhere (a NAT gateway
     made again after one was deleted leaves a blackhole route to the old one). True if it was changed."""
     ((key, want),) = target.items()

@@ -18,9 +18,13 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vmplane.clouds.price_api import Fetched, PriceRefreshError, Progress
+
+if TYPE_CHECKING:  # types-boto3 (a test extra): for mypy only
+    from types_boto3_pricing import PricingClient
+    from types_boto3_pricing.type_defs import GetProductsRequestTypeDef, GetProductsResponseTypeDef
 
 PRICING_REGION = "us-east-1"  # where the Price List API answers (for the prices of every region)
 PAGE_SIZE = 100  # the API's maximum
@@ -46,7 +50,7 @@ class Query:
     filters: tuple[tuple[str, str], ...]
     rows: tuple[Row, ...]
 
-    def params(self) -> dict[str, Any]:
+    def params(self) -> GetProductsRequestTypeDef:
         return {
             "ServiceCode": self.service,
             "Filters": [{"Type": "TERM_MATCH", "Field": f, "Value": v} for f, v in self.filters],
@@ -110,7 +114,9 @@ NOTES = [
 ]
 
 
-def fetch(region: str, instance_types: list[str], disk_kind: str, progress: Progress, *, client: Any = None) -> Fetched:
+def fetch(
+    region: str, instance_types: list[str], disk_kind: str, progress: Progress, *, client: PricingClient | None = None
+) -> Fetched:
     """Read every row for `region`; `client` is a boto3 `pricing` client (made here when not given)."""
     pricing = client if client is not None else make_client()
     out = Fetched(notes=list(NOTES))
@@ -133,7 +139,7 @@ def fetch(region: str, instance_types: list[str], disk_kind: str, progress: Prog
     return out
 
 
-def make_client() -> Any:
+def make_client() -> PricingClient:
     import boto3
     from botocore.config import Config
 
@@ -151,7 +157,7 @@ def make_client() -> Any:
         raise PriceRefreshError(f"{API}: AWS profile {profile!r} (AWS_PROFILE) is not in ~/.aws/config") from e
 
 
-def list_products(client: Any, query: Query) -> list[dict[str, Any]]:
+def list_products(client: PricingClient, query: Query) -> list[dict[str, Any]]:
     """Every product matching `query`, page by page."""
     products: list[dict[str, Any]] = []
     params = query.params()
@@ -200,7 +206,7 @@ def on_demand_price(product: dict[str, Any], unit: str) -> tuple[float, str] | N
     return None
 
 
-def _call(client: Any, params: dict[str, Any], what: str) -> dict[str, Any]:
+def _call(client: PricingClient, params: GetProductsRequestTypeDef, what: str) -> GetProductsResponseTypeDef:
     from botocore.exceptions import (
         BotoCoreError,
         ClientError,
@@ -212,8 +218,7 @@ def _call(client: Any, params: dict[str, Any], what: str) -> dict[str, Any]:
     )
 
     try:
-        page: dict[str, Any] = client.get_products(**params)
-        return page
+        return client.get_products(**params)
     except NoCredentialsError as e:
         raise PriceRefreshError(
             f"{API}: no AWS credentials (its requests are signed: set AWS_PROFILE or AWS_ACCESS_KEY_ID, "

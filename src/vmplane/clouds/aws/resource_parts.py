@@ -8,7 +8,7 @@ names, DNS records from the record: Route53 records take no tags), as neutral `O
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from vmplane.clouds.aws import certs, dns, eventbridge, iam, lb, naming, schedules
@@ -16,7 +16,7 @@ from vmplane.clouds.aws.errors import aws_call, aws_errors
 from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.aws.security_groups import perm_rules
 from vmplane.clouds.aws.session import AwsClients
-from vmplane.clouds.aws.tags import job_filters, matches_tag_filters, owned_by
+from vmplane.clouds.aws.tags import TagList, job_filters, matches_tag_filters, owned_by
 from vmplane.clouds.base import Context
 from vmplane.clouds.drift import Observed
 from vmplane.clouds.errors import NotFoundError
@@ -31,7 +31,7 @@ NAT_STATES = ["pending", "available", "deleting"]
 POWER = {"pending": "running", "running": "running", "stopping": "stopped", "stopped": "stopped"}
 
 
-def tag_dict(tags: list[dict[str, str]] | None) -> dict[str, str]:
+def tag_dict(tags: Sequence[Mapping[str, Any]] | None) -> dict[str, str]:
     return {t["Key"]: t.get("Value", "") for t in tags or []}
 
 
@@ -115,7 +115,7 @@ def _role_names(ctx: Context) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def _iam_observed(kind: str, name: str, fetch: Callable[[], list[dict[str, str]]], ctx: Context) -> list[Observed]:
+def _iam_observed(kind: str, name: str, fetch: Callable[[], TagList], ctx: Context) -> list[Observed]:
     try:
         tags = fetch()
     except NotFoundError:

@@ -4,6 +4,7 @@ prefix ones), `Name` and AWS's `aws:` keys are never touched here."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vmplane.clouds.aws import certs, eventbridge, iam, inventory, lb
@@ -16,7 +17,7 @@ from vmplane.clouds.base import Context
 from vmplane.clouds.errors import NotFoundError
 
 
-def _stale(tags: list[dict[str, str]], ctx: Context) -> list[str]:
+def _stale(tags: Sequence[Mapping[str, Any]], ctx: Context) -> list[str]:
     keep = set(ctx.spec.tags) | {"Name"}
     return sorted(
         t["Key"] for t in tags if t["Key"] not in keep and not t["Key"].startswith((ctx.spec.tag_prefix, "aws:"))

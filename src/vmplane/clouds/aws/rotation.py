@@ -7,6 +7,9 @@ replaces a VM.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from vmplane.clouds.aws import targets, tokens
 from vmplane.clouds.aws.asg import instance_refresh_request
 from vmplane.clouds.aws.errors import aws_call
@@ -59,7 +62,7 @@ def rotate_fixed_vm(aws: AwsClients, ctx: Context, rec: VMRecord, health_timeout
     version = infra.LaunchTemplateVersion[rec.Pool]
     if rec.ReplacementID is None:
         live = [i for i in instances_named(aws, ctx, rec.Name) if i["InstanceId"] != old_id]
-        fresh = next((i for i in live if launched_version(i) == version), None)
+        fresh: Mapping[str, Any] | None = next((i for i in live if launched_version(i) == version), None)
         if fresh is None:
             subnet = rec.SubnetID or infra.VMSubnetIDs[rec.Index % len(infra.VMSubnetIDs)]
             suffix = tokens.rotation_suffix(version, aws_ids(infra).LaunchTemplateAttempts.get(rec.Pool, 0))

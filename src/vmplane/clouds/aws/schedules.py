@@ -15,6 +15,7 @@ The sandbox (moto) stores scheduled actions and schedules and never fires them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
@@ -49,7 +50,7 @@ def action_requests(ctx: Context, pool_name: str, pool: AsgPool, schedule: Sched
     ]
 
 
-def action_differs(current: dict[str, Any] | None, wanted: dict[str, Any]) -> bool:
+def action_differs(current: Mapping[str, Any] | None, wanted: dict[str, Any]) -> bool:
     if current is None:
         return True
     if "MaxSize" not in wanted and current.get("MaxSize") is not None:
@@ -57,7 +58,7 @@ def action_differs(current: dict[str, Any] | None, wanted: dict[str, Any]) -> bo
     return any(current.get(k) != v for k, v in wanted.items())
 
 
-def _group_actions(aws: AwsClients, group: str) -> dict[str, dict[str, Any]]:
+def _group_actions(aws: AwsClients, group: str) -> dict[str, Mapping[str, Any]]:
     try:
         found = aws_call(aws.autoscaling.describe_scheduled_actions, AutoScalingGroupName=group)
     except NotFoundError:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -102,11 +103,13 @@ def policy_document(grants: list[Grant], region: str) -> dict[str, Any] | None:
     return {"Version": "2012-10-17", "Statement": statements(grants, region)}
 
 
-def summary(doc: Mapping[str, Any] | None) -> list[str]:
+def summary(doc: Mapping[str, Any] | str | None) -> list[str]:
     """`"Action Resource"` per statement, sorted (a kms statement adds its `via` service): what the record
     keeps and drift compares, whatever order or Sids the role's copy has."""
+    # boto3 decodes IAM's URL-encoded JSON, but its stubs allow the raw text too
+    parsed: Mapping[str, Any] = json.loads(urllib.parse.unquote(doc)) if isinstance(doc, str) else doc or {}
     out = []
-    for st in (doc or {}).get("Statement", []):
+    for st in parsed.get("Statement", []):
         via = st.get("Condition", {}).get("StringEquals", {}).get("kms:ViaService")
         out.append(f"{st.get('Action')} {st.get('Resource')}" + (f" via {via}" if via else ""))
     return sorted(out)

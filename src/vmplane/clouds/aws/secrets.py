@@ -139,7 +139,7 @@ class AwsSecretAccess(SecretAccess):
             return key_id
         if not key_id.startswith(("alias/", "arn:")):  # a bare key id
             return f"arn:{partition(self.region)}:kms:{self.region}:{account}:key/{key_id}"
-        meta = aws_call(self.aws.client("kms").describe_key, KeyId=key_id)["KeyMetadata"]  # an alias: its key
+        meta = aws_call(self.aws.kms.describe_key, KeyId=key_id)["KeyMetadata"]  # an alias: its key
         return None if meta.get("KeyManager") == "AWS" else str(meta["Arn"])
 
     # ---- the checks ----

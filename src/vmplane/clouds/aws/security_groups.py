@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -30,7 +31,7 @@ class IngressDiff:
     revoke: list[dict[str, Any]] = field(default_factory=list)
 
 
-def diff_ingress(desired: set[Source], observed: list[dict[str, Any]]) -> IngressDiff:
+def diff_ingress(desired: set[Source], observed: Sequence[Mapping[str, Any]]) -> IngressDiff:
     """The rule changes that turn the group's observed IpPermissions into exactly `desired`.
 
     Only single-port TCP rules from a CIDR or a group can be desired; everything else (other ports or
@@ -58,7 +59,7 @@ def diff_ingress(desired: set[Source], observed: list[dict[str, Any]]) -> Ingres
     return out
 
 
-def perm_rules(perms: list[dict[str, Any]]) -> list[str]:
+def perm_rules(perms: Sequence[Mapping[str, Any]]) -> list[str]:
     """Security group permissions as sorted one-source rules (`tcp/22 0.0.0.0/0`, `all sg-1`): a set
     compared as a JSON list, whatever way the cloud grouped them."""
     out: set[str] = set()

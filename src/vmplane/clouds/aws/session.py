@@ -11,11 +11,13 @@ import json
 import os
 import threading
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 import boto3
 import botocore.session
+from botocore.client import BaseClient
 from botocore.config import Config
 from botocore.exceptions import ProfileNotFound
 
@@ -25,7 +27,27 @@ from vmplane.clouds.errors import CloudError, endpoint_name, unreachable_reason
 from vmplane.clouds.transport import Transport
 from vmplane.clouds.waits import note_retry
 
-SANDBOX_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
+if TYPE_CHECKING:  # the stubs (types-boto3, a test extra) are for mypy only: never imported at run time
+    from types_boto3_acm import ACMClient
+    from types_boto3_autoscaling import AutoScalingClient
+    from types_boto3_ec2 import EC2Client
+    from types_boto3_elbv2 import ElasticLoadBalancingv2Client
+    from types_boto3_iam import IAMClient
+    from types_boto3_kms import KMSClient
+    from types_boto3_route53 import Route53Client
+    from types_boto3_s3 import S3Client
+    from types_boto3_scheduler import EventBridgeSchedulerClient
+    from types_boto3_secretsmanager import SecretsManagerClient
+    from types_boto3_ssm import SSMClient
+    from types_boto3_sts import STSClient
+
+
+class _Keys(TypedDict):  # a TypedDict, so that `**SANDBOX_CREDENTIALS` is checked against Session's keywords
+    aws_access_key_id: str
+    aws_secret_access_key: str
+
+
+SANDBOX_CREDENTIALS: _Keys = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
 
 MAX_ATTEMPTS = 6
 _BOTO_CONFIG = Config(
@@ -158,7 +180,7 @@ class AwsClients:
     def __init__(self, target: AwsTarget) -> None:
         self.target = target
         self._lock = threading.Lock()
-        self._clients: dict[str, Any] = {}
+        self._clients: dict[str, BaseClient] = {}
         self._source: str | None = None
         # botocore retries on its own (standard mode, above); its events hand each call to the transport
         # for the count, metrics, span and fault hook, and `aws_errors` translates at the call site.
@@ -249,16 +271,20 @@ class AwsClients:
     def _after_ok(self, model: Any, **_: Any) -> None:
         self.transport.after(model.name)  # the hook names AWS calls by operation: `CreateVpc`
 
-    def client(self, service: str) -> Any:
+    def client(self, service: str) -> BaseClient:
+        """One service's client, named at run time; the properties below give each its stub's type."""
+        # The stubs overload `client` on literal service names only; every overload returns a BaseClient.
+        make: Callable[..., BaseClient] = self._session.client
         with self._lock:
             if service not in self._clients:
                 with aws_errors():  # e.g. a profile whose config is unusable
-                    c = self._session.client(service, endpoint_url=self.target.endpoint_url, config=_BOTO_CONFIG)
+                    c = make(service, endpoint_url=self.target.endpoint_url, config=_BOTO_CONFIG)
                 c.meta.events.register_first("needs-retry", _fail_fast)
                 if service == "ec2":  # ids unknown for a moment after their create (consistency.py)
                     recent = RecentIds()
                     c.meta.events.register("after-call.*.*", recent.after_call)
-                    c.meta.events.register_first("needs-retry", recent.needs_retry)
+                    # botocore-stubs type handlers as returning None; a needs-retry handler returns its delay.
+                    c.meta.events.register_first("needs-retry", recent.needs_retry)  # type: ignore[arg-type]
                 c.meta.events.register("before-call.*.*", self._count_call)
                 c.meta.events.register("needs-retry", _note_attempt)
                 c.meta.events.register("needs-retry", _say_retry)
@@ -272,41 +298,49 @@ class AwsClients:
             return self._clients[service]
 
     @property
-    def ec2(self) -> Any:
-        return self.client("ec2")
+    def ec2(self) -> EC2Client:
+        return cast("EC2Client", self.client("ec2"))
 
     @property
-    def iam(self) -> Any:
-        return self.client("iam")
+    def iam(self) -> IAMClient:
+        return cast("IAMClient", self.client("iam"))
 
     @property
-    def ssm(self) -> Any:
-        return self.client("ssm")
+    def ssm(self) -> SSMClient:
+        return cast("SSMClient", self.client("ssm"))
 
     @property
-    def secretsmanager(self) -> Any:
-        return self.client("secretsmanager")
+    def secretsmanager(self) -> SecretsManagerClient:
+        return cast("SecretsManagerClient", self.client("secretsmanager"))
 
     @property
-    def sts(self) -> Any:
-        return self.client("sts")
+    def sts(self) -> STSClient:
+        return cast("STSClient", self.client("sts"))
 
     @property
-    def autoscaling(self) -> Any:
-        return self.client("autoscaling")
+    def autoscaling(self) -> AutoScalingClient:
+        return cast("AutoScalingClient", self.client("autoscaling"))
 
     @property
-    def elbv2(self) -> Any:
-        return self.client("elbv2")
+    def elbv2(self) -> ElasticLoadBalancingv2Client:
+        return cast("ElasticLoadBalancingv2Client", self.client("elbv2"))
 
     @property
-    def acm(self) -> Any:
-        return self.client("acm")
+    def acm(self) -> ACMClient:
+        return cast("ACMClient", self.client("acm"))
 
     @property
-    def route53(self) -> Any:
-        return self.client("route53")
+    def route53(self) -> Route53Client:
+        return cast("Route53Client", self.client("route53"))
 
     @property
-    def scheduler(self) -> Any:
-        return self.client("scheduler")
+    def scheduler(self) -> EventBridgeSchedulerClient:
+        return cast("EventBridgeSchedulerClient", self.client("scheduler"))
+
+    @property
+    def kms(self) -> KMSClient:
+        return cast("KMSClient", self.client("kms"))
+
+    @property
+    def s3(self) -> S3Client:
+        return cast("S3Client", self.client("s3"))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from vmplane.clouds.aws.errors import aws_call
@@ -27,7 +27,7 @@ def job_filters(tagger: Tagger, role: str | None = None, name: str | None = None
     return f
 
 
-def matches_tag_filters(item: dict[str, Any], filters: list[dict[str, Any]]) -> bool:
+def matches_tag_filters(item: Mapping[str, Any], filters: list[dict[str, Any]]) -> bool:
     """Re-check `tag:` filters on a described item. Some endpoints (the sandbox's DescribeNatGateways)
     ignore them server-side; trusting that would mix up two environments' resources."""
     tags = {t["Key"]: t["Value"] for t in item.get("Tags", [])}
@@ -35,19 +35,21 @@ def matches_tag_filters(item: dict[str, Any], filters: list[dict[str, Any]]) -> 
 
 
 def find_tagged(
-    describe: Callable[..., dict[str, Any]], key: str, filters: list[dict[str, Any]]
+    describe: Callable[..., Mapping[str, Any]], key: str, filters: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
     """Find-by-tag: describe with `filters`, then re-check the tag filters on what came back."""
     items: list[dict[str, Any]] = aws_call(describe, Filters=filters).get(key, [])
     return [i for i in items if matches_tag_filters(i, filters)]
 
 
-TagSet = list[dict[str, str]] | dict[str, str]
+# Read-only shapes, so that every service's own tag TypedDicts (the stubs') fit.
+TagList = Sequence[Mapping[str, Any]]  # AWS's `[{Key, Value}]`
+TagSet = TagList | Mapping[str, str]
 
 
 def tag_owner(tags: TagSet, tagger: Tagger) -> str | None:
     """The job id in a tag set (the AWS `[{Key, Value}]` list or a plain dict), or None if untagged."""
-    as_dict = tags if isinstance(tags, dict) else {t["Key"]: t.get("Value", "") for t in tags}
+    as_dict = tags if isinstance(tags, Mapping) else {t["Key"]: t.get("Value", "") for t in tags}
     return as_dict.get(tagger.job_key)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
@@ -118,11 +119,11 @@ def _carry_tag_only_changes(
         ctx.log(f"pool {pool_name}: v{', v'.join(map(str, sorted(same)))} differ from v{version} only in tags")
 
 
-def _tags_differ(current: dict[str, Any], desired: dict[str, Any]) -> bool:
+def _tags_differ(current: Mapping[str, Any], desired: dict[str, Any]) -> bool:
     """Whether the tags a version gives what it launches differ, by resource type and order-free. Only
     the types vmplane sets count: the sandbox also lists the template's own tags in version 1's data."""
 
-    def by_type(data: dict[str, Any]) -> dict[str, dict[str, str]]:
+    def by_type(data: Mapping[str, Any]) -> dict[str, dict[str, str]]:
         specs = data.get("TagSpecifications", [])
         return {s["ResourceType"]: {t["Key"]: t["Value"] for t in s.get("Tags", [])} for s in specs}
 
@@ -130,7 +131,7 @@ def _tags_differ(current: dict[str, Any], desired: dict[str, Any]) -> bool:
     return any(have.get(kind) != tags for kind, tags in want.items())
 
 
-def _differs(current: dict[str, Any], desired: dict[str, Any]) -> bool:
+def _differs(current: Mapping[str, Any], desired: dict[str, Any]) -> bool:
     keys = (
         "ImageId",
         "InstanceType",

@@ -33,10 +33,11 @@ def resolve_zone(gcp: GcpClients, lb: LoadBalancer) -> str:
     given = lb.options(GcpLoadBalancer)
     dns_zone = given.dns_zone if given is not None else None
     if dns_zone:
+        wanted = dns_zone  # narrowed to str here, not inside the lambda
         try:
             zone = gcp.call(
                 "dns.managedZones.get",
-                lambda: gcp.dns.managedZones().get(project=gcp.project, managedZone=dns_zone).execute(),
+                lambda: gcp.dns.managedZones().get(project=gcp.project, managedZone=wanted).execute(),
             )
         except NotFoundError:
             raise InvalidRequestError(

@@ -20,6 +20,7 @@ from vmplane.clouds import deletes
 from vmplane.clouds.base import Context, Tagger
 from vmplane.clouds.errors import ConflictError, DeadlineExceededError, InvalidRequestError, NotFoundError
 from vmplane.clouds.gcp import naming, ownership
+from vmplane.clouds.gcp.discovery import CrmProjects
 from vmplane.clouds.gcp.ids import gcp_ids
 from vmplane.clouds.gcp.session import GcpClients
 
@@ -168,7 +169,7 @@ def _modify_policy(gcp: GcpClients, change: Callable[[dict[str, Any]], bool]) ->
     return modify_policy(read, write, change, f"project {gcp.project}")
 
 
-def _set_policy(projects: Any, project: str, policy: dict[str, Any]) -> Any:
+def _set_policy(projects: CrmProjects, project: str, policy: dict[str, Any]) -> Any:
     return projects.setIamPolicy(resource=project, body={"policy": policy}).execute()
 
 

@@ -304,10 +304,11 @@ def delete_network(gcp: GcpClients, ctx: Context) -> None:
     ctx.save()
 
     for sub in infra.VMSubnetIDs or [naming.subnetwork(spec)]:
-        where = {"project": project, "region": region, "subnetwork": sub, "timeout": CALL_TIMEOUT}
-        if _ours(gcp, ctx, "compute.subnetworks.get", partial(subs.get, **where)):
+        get = partial(subs.get, project=project, region=region, subnetwork=sub, timeout=CALL_TIMEOUT)
+        if _ours(gcp, ctx, "compute.subnetworks.get", get):
             # In use while the VMs' interfaces linger: retried to the teardown deadline.
-            remove(gcp, "compute.subnetworks.delete", partial(subs.delete_unary, **where), what=f"delete {sub}")
+            delete = partial(subs.delete_unary, project=project, region=region, subnetwork=sub, timeout=CALL_TIMEOUT)
+            remove(gcp, "compute.subnetworks.delete", delete, what=f"delete {sub}")
     infra.VMSubnetIDs = []
     ctx.save()
 

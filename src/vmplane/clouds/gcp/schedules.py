@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from vmplane.clouds.base import Context
@@ -140,21 +141,32 @@ def _policies(gcp: GcpClients, zone: str, instance: str, verb: str, urls: list[s
     from google.cloud import compute_v1 as c
 
     client = gcp.compute("Instances")
+    send: Callable[[], Any]
+    # Spelled out per verb (not one call with a built keyword): mypy checks each request's own names.
     if verb == "add":
-        send, body = client.add_resource_policies_unary, c.InstancesAddResourcePoliciesRequest(resource_policies=urls)
-    else:
-        send = client.remove_resource_policies_unary
-        body = c.InstancesRemoveResourcePoliciesRequest(resource_policies=urls)
-    run(
-        gcp,
-        f"compute.instances.{verb}ResourcePolicies",
-        lambda: send(
+        add = c.InstancesAddResourcePoliciesRequest(resource_policies=urls)
+        send = partial(
+            client.add_resource_policies_unary,
             project=gcp.project,
             zone=zone,
             instance=instance,
-            **{f"instances_{verb}_resource_policies_request_resource": body},
+            instances_add_resource_policies_request_resource=add,
             timeout=CALL_TIMEOUT,
-        ),
+        )
+    else:
+        rm = c.InstancesRemoveResourcePoliciesRequest(resource_policies=urls)
+        send = partial(
+            client.remove_resource_policies_unary,
+            project=gcp.project,
+            zone=zone,
+            instance=instance,
+            instances_remove_resource_policies_request_resource=rm,
+            timeout=CALL_TIMEOUT,
+        )
+    run(
+        gcp,
+        f"compute.instances.{verb}ResourcePolicies",
+        send,
         what=f"{verb} {', '.join(last_segment(u) for u in urls)} on {instance}",
     )
 

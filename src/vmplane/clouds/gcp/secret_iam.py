@@ -17,6 +17,7 @@ from typing import Any
 from vmplane.clouds.base import Context, Leftover
 from vmplane.clouds.errors import AuthError, InvalidRequestError, NotFoundError
 from vmplane.clouds.gcp import naming
+from vmplane.clouds.gcp.discovery import Secrets
 from vmplane.clouds.gcp.identity import _settling, add_member, members, modify_policy, remove_members
 from vmplane.clouds.gcp.ids import gcp_ids
 from vmplane.clouds.gcp.secrets import ACCESSOR, SET_PERMISSION, referenced_secrets, secret_parts
@@ -31,8 +32,8 @@ def wanted_secrets(gcp: GcpClients, spec: EnvSpec) -> dict[str, str]:
     return referenced_secrets(gcp.project, spec)
 
 
-def _secrets(gcp: GcpClients) -> Any:
-    return gcp.api("secretmanager", "v1").projects().secrets()
+def _secrets(gcp: GcpClients) -> Secrets:
+    return gcp.secretmanager.projects().secrets()
 
 
 def read_policy(gcp: GcpClients, secret: str) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from vmplane.clouds.errors import AuthError, NotFoundError
+from vmplane.clouds.gcp.discovery import SecretVersions
 from vmplane.clouds.gcp.session import GcpClients
 from vmplane.clouds.secret_access import SecretAccess
 from vmplane.envspec.models import EnvSpec
@@ -61,8 +62,8 @@ class GcpSecretAccess(SecretAccess):
     def __init__(self, gcp: GcpClients) -> None:
         self.gcp = gcp
 
-    def _versions(self) -> Any:
-        return self.gcp.api("secretmanager", "v1").projects().secrets().versions()
+    def _versions(self) -> SecretVersions:
+        return self.gcp.secretmanager.projects().secrets().versions()
 
     def _get_version(self, ref: SecretRef) -> dict[str, Any]:
         name = version_resource(self.gcp.project, ref)
@@ -74,7 +75,7 @@ class GcpSecretAccess(SecretAccess):
 
     def _secret_exists(self, ref: SecretRef) -> bool:
         name = secret_resource(self.gcp.project, ref)
-        secrets = self.gcp.api("secretmanager", "v1").projects().secrets()
+        secrets = self.gcp.secretmanager.projects().secrets()
         try:
             self.gcp.call("secretmanager.projects.secrets.get", lambda: secrets.get(name=name).execute())
         except NotFoundError:
@@ -110,7 +111,7 @@ class GcpSecretAccess(SecretAccess):
 
     def _can_grant(self, ref: SecretRef) -> bool:
         name = secret_resource(self.gcp.project, ref)
-        secrets = self.gcp.api("secretmanager", "v1").projects().secrets()
+        secrets = self.gcp.secretmanager.projects().secrets()
         body = {"permissions": [SET_PERMISSION]}
         held: dict[str, Any] = self.gcp.call(
             "secretmanager.projects.secrets.testIamPermissions",

@@ -16,11 +16,16 @@ import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, overload
 
 from vmplane.clouds.errors import AuthError, CloudError
 from vmplane.clouds.gcp.errors import translate
 from vmplane.clouds.transport import Transport
+
+if TYPE_CHECKING:
+    from google.cloud import compute_v1
+
+    from vmplane.clouds.gcp.discovery import CrmApi, DnsApi, IamApi, SecretManagerApi
 
 T = TypeVar("T")
 
@@ -87,6 +92,45 @@ class GcpClients:
                 self._credentials, self._source = _default_credentials()
         return self._credentials
 
+    # One overload per client vmplane names (google-cloud-compute is typed, so mypy checks those calls).
+    @overload
+    def compute(self, client: Literal["BackendServices"]) -> compute_v1.BackendServicesClient: ...
+    @overload
+    def compute(self, client: Literal["Firewalls"]) -> compute_v1.FirewallsClient: ...
+    @overload
+    def compute(self, client: Literal["Images"]) -> compute_v1.ImagesClient: ...
+    @overload
+    def compute(self, client: Literal["InstanceGroups"]) -> compute_v1.InstanceGroupsClient: ...
+    @overload
+    def compute(self, client: Literal["Instances"]) -> compute_v1.InstancesClient: ...
+    @overload
+    def compute(self, client: Literal["MachineTypes"]) -> compute_v1.MachineTypesClient: ...
+    @overload
+    def compute(self, client: Literal["Networks"]) -> compute_v1.NetworksClient: ...
+    @overload
+    def compute(self, client: Literal["RegionAutoscalers"]) -> compute_v1.RegionAutoscalersClient: ...
+    @overload
+    def compute(
+        self, client: Literal["RegionInstanceGroupManagers"]
+    ) -> compute_v1.RegionInstanceGroupManagersClient: ...
+    @overload
+    def compute(self, client: Literal["RegionInstanceGroups"]) -> compute_v1.RegionInstanceGroupsClient: ...
+    @overload
+    def compute(self, client: Literal["RegionInstanceTemplates"]) -> compute_v1.RegionInstanceTemplatesClient: ...
+    @overload
+    def compute(self, client: Literal["Regions"]) -> compute_v1.RegionsClient: ...
+    @overload
+    def compute(self, client: Literal["ResourcePolicies"]) -> compute_v1.ResourcePoliciesClient: ...
+    @overload
+    def compute(self, client: Literal["Routers"]) -> compute_v1.RoutersClient: ...
+    @overload
+    def compute(self, client: Literal["SslCertificates"]) -> compute_v1.SslCertificatesClient: ...
+    @overload
+    def compute(self, client: Literal["Subnetworks"]) -> compute_v1.SubnetworksClient: ...
+    @overload
+    def compute(self, client: Literal["Zones"]) -> compute_v1.ZonesClient: ...
+    @overload  # a name chosen at run time (the tables of kinds in inventory.py, lb_refs.py, ...)
+    def compute(self, client: str) -> Any: ...
     def compute(self, client: str) -> Any:
         """A compute_v1 REST client by class name without `Client`, e.g. `compute("Networks")`."""
         with self._lock:
@@ -116,17 +160,22 @@ class GcpClients:
                 )
             return self._discovery[key]
 
+    # The typed faces of the discovery clients vmplane calls (discovery.py): the client itself is untyped.
     @property
-    def dns(self) -> Any:
-        return self.api("dns", "v1")
+    def dns(self) -> DnsApi:
+        return cast("DnsApi", self.api("dns", "v1"))
 
     @property
-    def iam(self) -> Any:
-        return self.api("iam", "v1")
+    def iam(self) -> IamApi:
+        return cast("IamApi", self.api("iam", "v1"))
 
     @property
-    def crm(self) -> Any:
-        return self.api("cloudresourcemanager", "v1")
+    def crm(self) -> CrmApi:
+        return cast("CrmApi", self.api("cloudresourcemanager", "v1"))
+
+    @property
+    def secretmanager(self) -> SecretManagerApi:
+        return cast("SecretManagerApi", self.api("secretmanager", "v1"))
 
     # ---- calls ----
     def _translate(self, e: Exception, method: str) -> CloudError:

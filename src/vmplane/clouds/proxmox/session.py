@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from vmplane.clouds.errors import AuthError, DeadlineExceededError
+from vmplane.clouds.proxmox.api import Method, ProxmoxApi
 from vmplane.clouds.proxmox.errors import translate
 from vmplane.clouds.transport import Transport
 from vmplane.clouds.waits import poll
@@ -122,7 +123,7 @@ class Pve:
     def __init__(self, target: PveTarget, token: Token | None = None) -> None:
         self.target = target
         self._token = token
-        self._api: Any = None
+        self._api: ProxmoxApi | None = None
         self._emulator: bool | None = None  # Pve.emulator, asked once
         self._lock = threading.Lock()
         self.transport = Transport(
@@ -137,7 +138,7 @@ class Pve:
     def nodes(self) -> tuple[str, ...]:
         return self.target.nodes
 
-    def _client(self) -> Any:
+    def _client(self) -> ProxmoxApi:
         with self._lock:
             if self._api is None:
                 from proxmoxer import ProxmoxAPI
@@ -157,7 +158,7 @@ class Pve:
                 )
             return self._api
 
-    def request(self, method: str, path: str, /, **params: Any) -> Any:
+    def request(self, method: Method, path: str, /, **params: Any) -> Any:
         """One API call through the transport: counted, translated into vmplane's CloudError tree,
         transient failures retried with jittered backoff to a deadline. `path` is positional-only:
         `PUT access/acl` has a `path` parameter."""
@@ -218,7 +219,7 @@ class Pve:
         raise task_failed(what, exit_status, lines[-5:])
 
     def run_task(
-        self, method: str, path: str, *, node: str, what: str, timeout: float = TASK_TIMEOUT, **params: Any
+        self, method: Method, path: str, *, node: str, what: str, timeout: float = TASK_TIMEOUT, **params: Any
     ) -> None:
         """A call that starts a task, then its wait (an answer that is not a UPID ended synchronously)."""
         upid = self.request(method, path, **params)

@@ -95,9 +95,10 @@ class StrictLayer:
     def refusal(self, parsed: request.Parsed) -> tuple[AwsFault | None, str]:
         """The first fault for the request (the model's, then the catalogue's in order) and its id."""
         req = parsed.request
-        violations = model.check(parsed.operation.input_shape, req.params)
+        shape = parsed.operation.input_shape
+        violations = model.check(shape, req.params)
         if violations:
-            payload = parsed.operation.input_shape.serialization.get("payload")
+            payload = shape.serialization.get("payload") if shape is not None else None
             return errors.validation_fault(
                 req.service, violations, payload
             ), f"{req.service}.model.{violations[0].kind}"

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from botocore.model import Shape
+from botocore.model import ListShape, MapShape, Shape, StringShape, StructureShape
 
 from vmplane.sandbox.aws.patterns import compiled
 
@@ -81,7 +81,8 @@ def _check(
         out.append(Violation("type", names, wire, value, f"Member must be of type {kind}"))
         return
     meta = shape.metadata
-    if kind == "structure":
+    # isinstance, not `kind`: botocore builds one Shape subclass per type name, and mypy narrows on it.
+    if isinstance(shape, StructureShape):
         members: dict[str, Shape] = shape.members
         for name in getattr(shape, "required_members", []):
             if value.get(name) is None and name in members:
@@ -92,13 +93,13 @@ def _check(
                 member = members[name]
                 _check(member, sub, (*names, name), (*wire, _ec2_name(member, name)), out)
         return
-    if kind == "list":
+    if isinstance(shape, ListShape):
         _bounds(meta, len(value), names, wire, value, "length", out)
         for i, item in enumerate(value, 1):
             if item is not None:
                 _check(shape.member, item, (*names, i), (*wire, i), out)
         return
-    if kind == "map":
+    if isinstance(shape, MapShape):
         _bounds(meta, len(value), names, wire, value, "length", out)
         key: Shape = shape.key
         val: Shape = shape.value
@@ -107,7 +108,7 @@ def _check(
             if v is not None:
                 _check(val, v, (*names, k), (*wire, k), out)
         return
-    if kind == "string":
+    if isinstance(shape, StringShape):
         _bounds(meta, len(value), names, wire, value, "length", out)
         enum = shape.enum
         if enum and value not in enum:

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from botocore.model import OperationModel, ServiceModel, Shape, StructureShape
+from botocore.model import ListShape, MapShape, OperationModel, ServiceModel, Shape, StructureShape
 
 from vmplane.sandbox.aws import rest
 from vmplane.sandbox.aws.rule import AwsRequest
@@ -161,7 +161,7 @@ def _form_value(shape: Shape, form: Mapping[str, str], prefix: str, ec2: bool) -
     kind = shape.type_name
     if kind == "structure":
         return _form_struct(shape, form, prefix, ec2) if _has_prefix(form, prefix) else _MISSING
-    if kind == "list":
+    if isinstance(shape, ListShape):
         member: Shape = shape.member
         if ec2:
             base = prefix
@@ -177,7 +177,7 @@ def _form_value(shape: Shape, form: Mapping[str, str], prefix: str, ec2: bool) -
         if not found:
             return _MISSING
         return [_form_value(member, form, f"{base}.{i}", ec2) for i in found]
-    if kind == "map":
+    if isinstance(shape, MapShape):
         base = prefix if shape.serialization.get("flattened") else f"{prefix}.entry"
         key_shape: Shape = shape.key
         value_shape: Shape = shape.value

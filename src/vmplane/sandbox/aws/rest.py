@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 from xml.etree import ElementTree
 
-from botocore.model import OperationModel, ServiceModel, Shape, StructureShape
+from botocore.model import ListShape, MapShape, OperationModel, ServiceModel, Shape, StructureShape
 
 from vmplane.sandbox.aws.shapes import scalar, service_model
 
@@ -90,7 +90,9 @@ def match(
 
 def _required_sent(op: OperationModel, environ: Mapping[str, Any], query: Mapping[str, list[str]]) -> bool:
     shape = op.input_shape
-    for name in getattr(shape, "required_members", []):
+    if not isinstance(shape, StructureShape):  # no input at all: nothing is required
+        return True
+    for name in shape.required_members:
         ser = shape.members[name].serialization
         wire = ser.get("name", name)
         if ser.get("location") == "header" and f"HTTP_{wire.upper().replace('-', '_')}" not in environ:
@@ -125,7 +127,9 @@ def values(
             elif wire in query:
                 vals = query[wire]
                 out[name] = (
-                    [scalar(member.member, v) for v in vals] if member.type_name == "list" else scalar(member, vals[-1])
+                    [scalar(member.member, v) for v in vals]
+                    if isinstance(member, ListShape)
+                    else scalar(member, vals[-1])
                 )
         elif where == "headers":  # a map of prefixed headers (S3's x-amz-meta-*)
             pre = "HTTP_" + wire.upper().replace("-", "_")
@@ -167,8 +171,7 @@ def _local(tag: str) -> str:
 
 
 def _xml_value(shape: Shape, el: ElementTree.Element) -> Any:
-    kind = shape.type_name
-    if kind == "structure":
+    if isinstance(shape, StructureShape):
         out: dict[str, Any] = {}
         for name, member in shape.members.items():
             wire = member.serialization.get("name", name)
@@ -183,17 +186,18 @@ def _xml_value(shape: Shape, el: ElementTree.Element) -> Any:
             if child is not None:
                 out[name] = _xml_value(member, child)
         return out
-    if kind == "list":
-        member = shape.member
-        return [_xml_value(member, c) for c in el]
-    if kind == "map":
+    if isinstance(shape, ListShape):
+        return [_xml_value(shape.member, c) for c in el]
+    if isinstance(shape, MapShape):
         return _xml_flat(shape, list(el))
     return scalar(shape, el.text or "")
 
 
 def _xml_flat(shape: Shape, children: list[ElementTree.Element]) -> Any:
-    if shape.type_name == "list":
+    if isinstance(shape, ListShape):
         return [_xml_value(shape.member, c) for c in children]
+    if not isinstance(shape, MapShape):  # only lists and maps are flattened
+        return None
     key_name = shape.key.serialization.get("name", "key")
     value_name = shape.value.serialization.get("name", "value")
     out: dict[str, Any] = {}
