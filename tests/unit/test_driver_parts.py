@@ -79,3 +79,17 @@ def test_a_need_listed_after_its_step_is_refused() -> None:
     needs = {s.name: list(s.needs) for s in table if s.needs is not None}
     with pytest.raises(PlanError, match="stepCreateNetwork needs stepCreateIAM"):
         step_graph(PROVISION_STEPS, needs)
+
+
+def test_a_drivers_own_step_runs_from_its_declaration(monkeypatch: pytest.MonkeyPatch) -> None:
+    aws = driver_for(Target(cloud=Cloud.aws, region="somewhere"))
+    ran: list[str] = []
+    mine = BY_NAME["stepFinalize"].but(
+        name="stepWarmCaches", needs=("stepFinalize",), run=lambda d, c, j: ran.append("warm")
+    )
+    monkeypatch.setattr(type(aws), "steps", lambda self, table: [*table, mine])
+    runner._run_of(aws, "stepWarmCaches")(aws, None, None)
+    assert ran == ["warm"] and runner._run_of(aws, "stepFinalize") is runner.STEPS["stepFinalize"]
+    assert step_graph([*PROVISION_STEPS, "stepWarmCaches"], step_dependencies(aws))["stepWarmCaches"] == [
+        "stepFinalize"
+    ]

@@ -28,7 +28,7 @@ from vmplane.pipeline.runtime_push import RuntimePushError
 from vmplane.pipeline.step_work import StepFailedError
 from vmplane.pipeline.step_work import validate as _validate
 from vmplane.pipeline.stepgraph import Hooks, StepGraph, execute
-from vmplane.pipeline.steps import TABLE, early_steps, step_dependencies, table_for
+from vmplane.pipeline.steps import BY_NAME, TABLE, early_steps, step_dependencies, table_for
 from vmplane.store import job_rows as jobs
 from vmplane.store.db import transaction
 from vmplane.store.job_records import JobStatus, JobView, OperationStatus, Phase, StepStatus
@@ -113,8 +113,7 @@ def _execute(
     error: BaseException | None = None
     try:
         driver = driver_for(job.target)
-        run = STEPS[name] if name in STEPS else table_for(driver)[name].run
-        run(driver, ctx, job)
+        _run_of(driver, name)(driver, ctx, job)
         if hooks is not None:
             save()  # its dependents may start now, and read the job row when they do
             done = time.monotonic()
@@ -136,6 +135,15 @@ def _execute(
 
     _write(url, finish)
     return error, message
+
+
+def _run_of(driver: CloudDriver | None, name: str) -> StepFn:
+    """What step `name` runs: the driver's own declaration where it differs from the table's, else `STEPS`."""
+    declared = table_for(driver).get(name) if driver is not None else None
+    base = BY_NAME.get(name)
+    if declared is not None and (base is None or declared.run is not base.run):
+        return declared.run
+    return STEPS[name]
 
 
 def run_steps(job_id: str, graph: StepGraph, phase: Phase) -> None:
