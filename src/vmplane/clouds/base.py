@@ -23,7 +23,6 @@ from vmplane.clouds.errors import (
     QuotaError,
     UnsupportedError,
 )
-from vmplane.clouds.interfaces import ExecChannel, Identity, Inventory, LoadBalancer, Network, Pools, Scheduler
 from vmplane.clouds.records import (
     Action,
     CommandResult,
@@ -80,9 +79,9 @@ def bootstrap_timed_out(
 
 
 class CloudDriver(StepMethods, abc.ABC):
-    """One driver per cloud: the composition of its parts, set by its `__init__`. A part the cloud lacks
-    is None (`identity`, `lb`, `scheduler`), and `capabilities` (readable without the SDK, for `vmplane
-    validate`) says the same: `tests/unit/test_registry.py` holds the two together.
+    """One driver per cloud: the composition of its parts (`clouds.interfaces.Parts`), set by its
+    `__init__`. A part the cloud lacks is None (`identity`, `lb`, `scheduler`), and `capabilities`
+    (readable without the SDK, for `vmplane validate`) says the same.
 
     The pipeline's steps call the parts (`pipeline.steps`); `steps` lets a driver change what a step needs
     or add its own, in the same declarations.
@@ -90,16 +89,6 @@ class CloudDriver(StepMethods, abc.ABC):
 
     cloud: ClassVar[Cloud]
     capabilities: ClassVar[Capabilities]
-
-    network: Network
-    identity: Identity | None
-    pools: Pools
-    lb: LoadBalancer | None
-    exec_channel: ExecChannel
-    scheduler: Scheduler | None
-    inventory: Inventory
-    # What stepCreateIAM / stepDeleteIAM log on a cloud without `identity`.
-    no_identity: str = "this cloud gives its VMs no identity: nothing to make"
 
     def validate(self, spec: EnvSpec) -> list[str]:
         """What `spec` asks that this driver cannot do, each naming the field (stepValidate, before

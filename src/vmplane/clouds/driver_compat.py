@@ -9,27 +9,13 @@ from __future__ import annotations
 
 from vmplane.clouds.context import Context
 from vmplane.clouds.drift import Drift
-from vmplane.clouds.errors import UnsupportedError
-from vmplane.clouds.interfaces import ExecChannel, Identity, Inventory, LoadBalancer, Network, Pools, Scheduler
+from vmplane.clouds.interfaces import LoadBalancer, Parts
 from vmplane.clouds.records import CommandResult, Leftover, PlannedResource, SessionHint
 from vmplane.envspec.models import EnvSpec
 from vmplane.state import InfraConfig
 
 
-class StepMethods:
-    # The parts, as `CloudDriver` declares them.
-    network: Network
-    identity: Identity | None
-    pools: Pools
-    lb: LoadBalancer | None
-    exec_channel: ExecChannel
-    scheduler: Scheduler | None
-    inventory: Inventory
-    no_identity: str
-
-    def unsupported(self, what: str) -> UnsupportedError:
-        raise NotImplementedError  # CloudDriver's
-
+class StepMethods(Parts):
     def load_balancer(self) -> LoadBalancer:
         """The LB part, or the typed refusal of a driver without one."""
         if self.lb is None:

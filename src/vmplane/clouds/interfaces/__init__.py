@@ -6,6 +6,7 @@ VMs no identity), `pools`, `lb` (or None: no load balancer), `exec_channel`, `sc
 message; the pipeline's steps (`pipeline.steps`) call these parts.
 """
 
+from vmplane.clouds.interfaces.composition import Parts
 from vmplane.clouds.interfaces.exec import ExecChannel
 from vmplane.clouds.interfaces.identity import Identity
 from vmplane.clouds.interfaces.inventory import Inventory
@@ -14,4 +15,4 @@ from vmplane.clouds.interfaces.network import Network
 from vmplane.clouds.interfaces.pools import Pools
 from vmplane.clouds.interfaces.scheduler import Scheduler
 
-__all__ = ["ExecChannel", "Identity", "Inventory", "LoadBalancer", "Network", "Pools", "Scheduler"]
+__all__ = ["ExecChannel", "Identity", "Inventory", "LoadBalancer", "Network", "Parts", "Pools", "Scheduler"]
