@@ -48,7 +48,10 @@ def test_proxmox_has_no_identity_lb_or_scheduler_and_its_steps_still_run(spec) -
     ctx.log = log.append
     runner.STEPS["stepCreateIAM"](pve, ctx, None)
     runner.STEPS["stepDeleteIAM"](pve, ctx, None)
-    assert log == [pve.no_identity] * 2 and "Proxmox VE" in pve.no_identity
+    assert log == [
+        "no instance identity on Proxmox VE: exec is gated by the API token's PVE permissions",
+        "no instance identity on Proxmox VE: nothing to delete",
+    ]
     with pytest.raises(UnsupportedError, match="load balancers: not supported by the proxmox driver"):
         runner.STEPS["stepCreateTargetGroup"](pve, ctx, None)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from vmplane.clouds.context import Context
 from vmplane.clouds.drift import Drift
 from vmplane.clouds.interfaces import LoadBalancer, Parts
+from vmplane.clouds.interfaces.composition import create_identity, delete_identity
 from vmplane.clouds.records import CommandResult, Leftover, PlannedResource, SessionHint
 from vmplane.envspec.models import EnvSpec
 from vmplane.state import InfraConfig
@@ -26,12 +27,7 @@ class StepMethods(Parts):
         self.network.ensure(ctx)
 
     def ensure_identity(self, ctx: Context) -> None:
-        if self.identity is None:
-            ctx.log(self.no_identity)
-        else:
-            self.identity.ensure(ctx)
-        if self.lb is not None and ctx.spec.load_balancer is not None:
-            self.lb.prepare(ctx)
+        create_identity(self, ctx)
 
     def ensure_launch_templates(self, ctx: Context) -> None:
         self.pools.ensure_templates(ctx)
@@ -85,10 +81,7 @@ class StepMethods(Parts):
         self.network.delete_firewall(ctx)
 
     def delete_identity(self, ctx: Context) -> None:
-        if self.identity is None:
-            ctx.log(self.no_identity)
-        else:
-            self.identity.delete(ctx)
+        delete_identity(self, ctx)
 
     def delete_network(self, ctx: Context) -> None:
         self.network.delete(ctx)

@@ -36,22 +36,6 @@ def network(driver: CloudDriver, ctx: Context, job: JobView) -> None:
     driver.network.ensure(ctx)
 
 
-def identity(driver: CloudDriver, ctx: Context, job: JobView) -> None:
-    if driver.identity is None:
-        ctx.log(driver.no_identity)
-    else:
-        driver.identity.ensure(ctx)
-    if driver.lb is not None and ctx.spec.load_balancer is not None:
-        driver.lb.prepare(ctx)  # needs only the spec: a certificate validates while the rest is built
-
-
-def delete_identity(driver: CloudDriver, ctx: Context, job: JobView) -> None:
-    if driver.identity is None:
-        ctx.log(driver.no_identity)
-    else:
-        driver.identity.delete(ctx)
-
-
 def validate(driver: CloudDriver, ctx: Context, job: JobView) -> None:
     problems = driver.validate(ctx.spec)
     # Every cloud's: a pool whose family or NGINX image is unpinned would fail closed at boot. Nothing

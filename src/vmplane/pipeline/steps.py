@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from vmplane.clouds.base import CloudDriver
+from vmplane.clouds.interfaces.composition import create_identity, delete_identity
 from vmplane.clouds.steps import PUBLIC_NETWORK, VMS_RUNNING, Step, StepList, milestone
 from vmplane.pipeline import step_work as w
 
@@ -23,7 +24,7 @@ NET_PUBLIC = milestone("stepCreateNetwork", PUBLIC_NETWORK)
 TABLE: tuple[Step, ...] = (
     Step("stepValidate", P, w.validate, needs=()),
     Step("stepCreateNetwork", P, w.network, needs=("stepValidate",)),
-    Step("stepCreateIAM", P, w.identity, needs=("stepValidate",)),
+    Step("stepCreateIAM", P, lambda d, c, j: create_identity(d, c), needs=("stepValidate",)),
     Step(
         "stepCreateLaunchTemplate", P, lambda d, c, j: d.pools.ensure_templates(c), needs=(NET_PUBLIC, "stepCreateIAM")
     ),
@@ -53,7 +54,7 @@ TABLE: tuple[Step, ...] = (
         lambda d, c, j: d.network.delete_firewall(c),
         needs=("stepTerminateVMs", "stepDetachLoadBalancer"),
     ),
-    Step("stepDeleteIAM", T, w.delete_identity, needs=("stepTerminateVMs",)),
+    Step("stepDeleteIAM", T, lambda d, c, j: delete_identity(d, c), needs=("stepTerminateVMs",)),
     Step(
         "stepDeleteNetwork",
         T,

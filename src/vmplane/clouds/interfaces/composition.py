@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from vmplane.clouds.context import Context
 from vmplane.clouds.errors import UnsupportedError
 from vmplane.clouds.interfaces.exec import ExecChannel
 from vmplane.clouds.interfaces.identity import Identity
@@ -22,9 +23,28 @@ class Parts:
     exec_channel: ExecChannel
     scheduler: Scheduler | None
     inventory: Inventory
-    # What stepCreateIAM / stepDeleteIAM log on a cloud without `identity`.
-    no_identity: str = "this cloud gives its VMs no identity: nothing to make"
+    # What stepCreateIAM / stepDeleteIAM log on a cloud without `identity` (then ": nothing to delete").
+    no_identity: str = "no instance identity on this cloud"
+    no_identity_why: str = "nothing to make"
 
     def unsupported(self, what: str) -> UnsupportedError:
         """The typed refusal of something the driver cannot do (`CloudDriver` names its cloud)."""
         return UnsupportedError(f"{what}: not supported by this driver", code="Unsupported")
+
+
+def create_identity(parts: Parts, ctx: Context) -> None:
+    """stepCreateIAM: the identity (or the log line of a cloud without one), then what the LB starts early."""
+    if parts.identity is None:
+        ctx.log(f"{parts.no_identity}: {parts.no_identity_why}")
+    else:
+        parts.identity.ensure(ctx)
+    if parts.lb is not None and ctx.spec.load_balancer is not None:
+        parts.lb.prepare(ctx)  # needs only the spec: a certificate validates while the rest is built
+
+
+def delete_identity(parts: Parts, ctx: Context) -> None:
+    """stepDeleteIAM."""
+    if parts.identity is None:
+        ctx.log(f"{parts.no_identity}: nothing to delete")
+    else:
+        parts.identity.delete(ctx)

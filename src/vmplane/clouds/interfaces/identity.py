@@ -1,7 +1,7 @@
 """The identity part: what the VMs act as in the cloud (an instance profile, a service account).
 
 Optional: a cloud whose VMs carry no cloud identity has `identity = None`; stepCreateIAM and stepDeleteIAM
-then log `CloudDriver.no_identity` and succeed.
+then log `Parts.no_identity` and succeed.
 """
 
 from __future__ import annotations

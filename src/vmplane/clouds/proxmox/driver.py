@@ -27,7 +27,8 @@ class ProxmoxDriver(CloudDriver):
     cloud = Cloud.proxmox
     capabilities = CAPABILITIES  # clouds/proxmox/capabilities.py: readable without the API client
     # The exec channel is gated by PVE permissions on the API token, which `vmplane proxmox init-node` creates.
-    no_identity = "no instance identity on Proxmox VE: exec is gated by the API token's PVE permissions"
+    no_identity = "no instance identity on Proxmox VE"
+    no_identity_why = "exec is gated by the API token's PVE permissions"
 
     def __init__(self, target: PveTarget) -> None:
         self.target = target
