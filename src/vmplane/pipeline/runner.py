@@ -11,7 +11,6 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TypeVar
 
 from sqlalchemy.orm import Session
 
@@ -35,7 +34,6 @@ from vmplane.store.job_records import JobStatus, JobView, OperationStatus, Phase
 from vmplane.target import Target
 
 _log = logs.get(__name__)
-T = TypeVar("T")
 StepFn = Callable[[CloudDriver, Context, JobView], None]
 MAX_LOG_LINES = 50
 
