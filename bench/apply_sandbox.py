@@ -52,10 +52,11 @@ class Phase:
         from vmplane.clouds.registry import driver_for
         from vmplane.envspec.load import load_spec
         from vmplane.pipeline.plan import waves
+        from vmplane.pipeline.steps import step_dependencies
         from vmplane.target import Target
 
         spec = load_spec(Path(self.example))
-        depends = driver_for(Target.for_spec(spec, "http://127.0.0.1:1")).step_dependencies()
+        depends = step_dependencies(driver_for(Target.for_spec(spec, "http://127.0.0.1:1")))
         return sum(max(self.steps[n] for n in wave) for wave in waves(list(self.steps), depends))
 
     @property

@@ -37,11 +37,12 @@ class RecordedDrift:
 
     def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
         from vmplane.clouds.aws.driver import AwsDriver
+        from vmplane.clouds.aws.parts import AwsInventory
 
         monkeypatch.setattr(AwsDriver, "capabilities", dataclasses.replace(AwsDriver.capabilities, drift=True))
-        # Bound methods of this object: the driver instance is not passed to them.
-        monkeypatch.setattr(AwsDriver, "drift", self.read)
-        monkeypatch.setattr(AwsDriver, "repair_drift", self.repair)
+        # Bound methods of this object: the inventory part is not passed to them.
+        monkeypatch.setattr(AwsInventory, "drift", self.read)
+        monkeypatch.setattr(AwsInventory, "repair_drift", self.repair)
 
     def read(self, ctx: Context) -> list[Drift]:
         self.reads.append(ctx.job_id)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from vmplane.clouds.drift import Drift, DriftChange, Expected, FieldDrift, Observed, compare, counts
-from vmplane.clouds.steps import DEFAULT_DEPENDS
 from vmplane.jobs.drift import with_repair
 from vmplane.pipeline.plan import PROVISION_STEPS, Plan, PlanKind, step_graph, waves
+from vmplane.pipeline.steps import DEFAULT_DEPENDS
 
 
 def _vm(name: str, vid: str | None = None, **fields: object) -> Expected:

@@ -9,6 +9,7 @@ from vmplane.clouds.gcp.driver import GcpDriver
 from vmplane.clouds.gcp.session import GcpTarget
 from vmplane.envspec.load import load_spec
 from vmplane.pipeline.plan import waves
+from vmplane.pipeline.steps import step_dependencies
 
 DRIVER = GcpDriver(GcpTarget(project="vmplane-sandbox", region="us-central1", endpoint_url="http://127.0.0.1:1"))
 
@@ -38,7 +39,7 @@ def test_the_dns_record_waits_for_the_listener_that_makes_the_certificate() -> N
         "stepCreateListener",
         "stepCreateDNSRecord",
     ]
-    plan = waves(order, DRIVER.step_dependencies())
+    plan = waves(order, step_dependencies(DRIVER))
     where = {name: i for i, wave in enumerate(plan) for name in wave}
     assert where["stepCreateDNSRecord"] > where["stepCreateListener"] > where["stepCreateTargetGroup"]
     assert where["stepCreateLoadBalancer"] < where["stepCreateVMs"]  # the frontend is built while VMs boot

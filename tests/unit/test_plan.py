@@ -10,7 +10,7 @@ from vmplane.clouds.aws.driver import AwsDriver
 from vmplane.clouds.aws.ids import AwsInfra
 from vmplane.clouds.aws.session import AwsTarget
 from vmplane.clouds.azure import AzureDriver
-from vmplane.clouds.steps import DEFAULT_DEPENDS, step_of
+from vmplane.clouds.steps import step_of
 from vmplane.pipeline.plan import (
     LB_STEPS,
     PROVISION_STEPS,
@@ -26,6 +26,7 @@ from vmplane.pipeline.plan import (
     teardown_plan,
     waves,
 )
+from vmplane.pipeline.steps import DEFAULT_DEPENDS, step_dependencies
 from vmplane.state import InfraConfig, VMRecord
 
 from .support import variant
@@ -43,7 +44,7 @@ def teardown(spec, infra, target):
 
 
 def waves_of(names):
-    return waves(names, DRIVER.step_dependencies())
+    return waves(names, step_dependencies(DRIVER))
 
 
 SEVEN = [
@@ -261,14 +262,14 @@ def test_independent_steps_share_a_wave_and_every_step_follows_its_inputs(spec):
 
 def test_the_graph_lets_the_lb_and_templates_start_at_the_network_milestone(spec):
     with_lb = variant(spec, loadBalancer={"domain": "app.example.com"})
-    graph = step_graph(provision_steps(with_lb), DRIVER.step_dependencies())
+    graph = step_graph(provision_steps(with_lb), step_dependencies(DRIVER))
     assert graph["stepCreateLoadBalancer"] == ["stepCreateNetwork:public", "stepCreateIAM"]
     assert graph["stepCreateLaunchTemplate"] == ["stepCreateNetwork:public", "stepCreateIAM"]
     assert graph["stepCreateVMs"] == ["stepCreateLaunchTemplate", "stepCreateNetwork"]
     assert graph["stepCreateTargetGroup"] == ["stepCreateLoadBalancer", "stepCreateVMs:running"]
     assert graph["stepRegisterSpace"] == provision_steps(with_lb)[: provision_steps(with_lb).index("stepRegisterSpace")]
     # Attaching an LB later: the network is done, so nothing of it is waited for.
-    assert step_graph([*LB_STEPS, "stepRegisterSpace"], DRIVER.step_dependencies())["stepCreateLoadBalancer"] == []
+    assert step_graph([*LB_STEPS, "stepRegisterSpace"], step_dependencies(DRIVER))["stepCreateLoadBalancer"] == []
 
 
 def test_teardown_removes_what_the_vms_used_side_by_side_and_operations_keep_their_order():

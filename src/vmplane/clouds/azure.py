@@ -9,7 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from vmplane.clouds.base import Capabilities, CloudDriver, CommandResult, Context, Leftover, PlannedResource, TagRules
-from vmplane.clouds.errors import ProviderInvalidError
+from vmplane.clouds.drift import Drift
+from vmplane.clouds.errors import ProviderInvalidError, UnsupportedError
+from vmplane.clouds.interfaces import ExecChannel, Identity, Inventory, LoadBalancer, Network, Pools
+from vmplane.clouds.records import SessionHint
 from vmplane.clouds.tags import AWS_TAG_KEY
 from vmplane.envspec.models import CertSource, Cloud, EnvSpec, ExecMode
 from vmplane.state import InfraConfig
@@ -22,6 +25,100 @@ INVALID_MESSAGE = (
 
 def _invalid() -> ProviderInvalidError:
     return ProviderInvalidError(INVALID_MESSAGE, code="Invalid")
+
+
+def _unsupported(what: str) -> UnsupportedError:
+    return UnsupportedError(f"{what}: not supported by the azure driver", code="Unsupported")
+
+
+# Every part: what creates answers `Invalid`, what deletes has nothing to remove.
+class _Network(Network):
+    def ensure(self, ctx: Context) -> None:
+        raise _invalid()
+
+    def delete_firewall(self, ctx: Context) -> None:
+        return None
+
+    def delete(self, ctx: Context) -> None:
+        return None
+
+
+class _Identity(Identity):
+    def ensure(self, ctx: Context) -> None:
+        raise _invalid()
+
+    def delete(self, ctx: Context) -> None:
+        return None
+
+
+class _Pools(Pools):
+    def ensure_templates(self, ctx: Context) -> None:
+        raise _invalid()
+
+    def ensure_vms(self, ctx: Context) -> None:
+        raise _invalid()
+
+    def delete_vms(self, ctx: Context) -> None:
+        return None
+
+    def delete_templates(self, ctx: Context) -> None:
+        return None
+
+    def rotate(self, ctx: Context, pool_name: str) -> list[str]:
+        raise _unsupported("rotating VMs")
+
+    def stop(self, ctx: Context, pool_name: str) -> None:
+        raise _unsupported("stopping a pool")
+
+    def start(self, ctx: Context, pool_name: str) -> None:
+        raise _unsupported("starting a pool")
+
+
+class _LoadBalancer(LoadBalancer):
+    def ensure_frontend(self, ctx: Context) -> None:
+        raise _invalid()
+
+    def ensure_backend(self, ctx: Context) -> None:
+        raise _invalid()
+
+    def ensure_listener(self, ctx: Context) -> None:
+        raise _invalid()
+
+    def ensure_dns_record(self, ctx: Context) -> None:
+        raise _invalid()
+
+    def detach(self, ctx: Context, *, keep_vms: bool) -> None:
+        return None  # nothing was created
+
+    def resources(self, spec: EnvSpec) -> list[PlannedResource]:
+        return []
+
+    def teardown_resources(self, infra: InfraConfig) -> list[PlannedResource]:
+        return []
+
+
+class _Exec(ExecChannel):
+    def run(
+        self, instance_ids: list[str], commands: list[str], timeout: float, comment: str = "vmplane exec"
+    ) -> list[CommandResult]:
+        raise _invalid()
+
+    def session_hint(self, vm_id: str) -> SessionHint:
+        raise _unsupported("interactive sessions")
+
+
+class _Inventory(Inventory):
+    def leftovers(self, ctx: Context) -> list[Leftover]:
+        return []
+
+    def retag(self, ctx: Context) -> None:
+        raise _invalid()
+
+    def drift(self, ctx: Context) -> list[Drift]:
+        raise _unsupported("drift detection")
+
+    def repair_drift(self, ctx: Context) -> None:
+        raise _unsupported("drift repair")
 
 
 class AzureDriver(CloudDriver):
@@ -40,63 +137,25 @@ class AzureDriver(CloudDriver):
         tags=TagRules(style="key_value", key_pattern=AWS_TAG_KEY, max_key=512, max_value=256),
     )
 
+    def __init__(self) -> None:
+        self.network = _Network()
+        self.identity = _Identity()
+        self.pools = _Pools()
+        self.lb = _LoadBalancer()
+        self.exec_channel = _Exec()
+        self.scheduler = None  # capabilities.schedules is False
+        self.inventory = _Inventory()
+
     def validate(self, spec: EnvSpec) -> list[str]:
         raise _invalid()  # before any capability question: nothing runs on Azure yet
 
     def preflight(self, ctx: Context) -> None:
         raise _invalid()
 
-    def ensure_network(self, ctx: Context) -> None:
-        raise _invalid()
-
-    def ensure_identity(self, ctx: Context) -> None:
-        raise _invalid()
-
-    def ensure_launch_templates(self, ctx: Context) -> None:
-        raise _invalid()
-
-    def ensure_vms(self, ctx: Context) -> None:
-        raise _invalid()
-
-    def update_tags(self, ctx: Context) -> None:
-        raise _invalid()
-
-    def detach_load_balancer(self, ctx: Context, *, keep_vms: bool) -> None:
-        return None  # nothing was created
-
-    def delete_vms(self, ctx: Context) -> None:
-        return None
-
-    def delete_launch_templates(self, ctx: Context) -> None:
-        return None
-
-    def delete_security_group(self, ctx: Context) -> None:
-        return None
-
-    def delete_identity(self, ctx: Context) -> None:
-        return None
-
-    def delete_network(self, ctx: Context) -> None:
-        return None
-
-    def leftovers(self, ctx: Context) -> list[Leftover]:
-        return []
-
-    def run_command(
-        self, instance_ids: list[str], commands: list[str], timeout: float, comment: str = "vmplane exec"
-    ) -> list[CommandResult]:
-        raise _invalid()
-
     def provision_resources(self, spec: EnvSpec, infra: InfraConfig) -> list[PlannedResource]:
         return []
 
-    def lb_resources(self, spec: EnvSpec) -> list[PlannedResource]:
-        return []
-
     def teardown_resources(self, infra: InfraConfig) -> list[PlannedResource]:
-        return []
-
-    def lb_teardown_resources(self, infra: InfraConfig) -> list[PlannedResource]:
         return []
 
     def outputs(self, spec: EnvSpec, infra: InfraConfig) -> dict[str, Any]:

@@ -56,7 +56,7 @@ def check(job: JobView) -> DriftReport:
         infra=job.infra.model_copy(deep=True),
         tagger=Tagger.for_spec(job.spec, job.id),
     )
-    found = driver.drift(ctx)
+    found = driver.inventory.drift(ctx)
     metrics.set_drift(counts(found))
     return DriftReport(job.env, job.id, job.target.describe(), found)
 

@@ -59,7 +59,7 @@ def exec_target(settings: Settings, ref: str, vm: str) -> ExecTarget:
 def exec_command(target: ExecTarget, command: str, timeout: float) -> CommandResult:
     """Run one shell command through the job's IAM-gated exec channel (SSM on AWS); never SSH."""
     driver = driver_for(target.job.target)
-    return driver.run_command([target.instance_id], [command], timeout)[0]
+    return driver.exec_channel.run([target.instance_id], [command], timeout)[0]
 
 
 def session_hint(target: ExecTarget) -> SessionHint:
@@ -71,4 +71,4 @@ def session_hint(target: ExecTarget) -> SessionHint:
             f"interactive sessions are off for {spec.name} (exec.gcp.interactive: false, so no port 22 is open); "
             "run commands with `vmplane exec ENV VM -- COMMAND`, or set exec.gcp.interactive to true and apply"
         )
-    return driver_for(target.job.target).session_hint(target.instance_id)
+    return driver_for(target.job.target).exec_channel.session_hint(target.instance_id)

@@ -48,12 +48,12 @@ def plan_attach_lb(job: JobView, lb: LoadBalancer | None) -> OperationPlan:
         block = LoadBalancer.model_validate(job.config["detachedLoadBalancer"])
     if block is None:
         raise OperationError(f"{job.env} has no loadBalancer block to attach: pass -f FILE with one")
-    driver = driver_for(job.target)
-    if not driver.capabilities.load_balancers:
+    lb_part = driver_for(job.target).lb
+    if lb_part is None:
         raise OperationError(f"{job.target.cloud.value} has no load balancer vmplane can create")
     spec = job.spec.model_copy(update={"load_balancer": block})
     steps = [*LB_STEPS, "stepRegisterSpace"]
-    plan = Plan(PlanKind.attach_lb, job.env, job.target.describe(), steps, driver.lb_resources(spec))
+    plan = Plan(PlanKind.attach_lb, job.env, job.target.describe(), steps, lb_part.resources(spec))
     plan.cost = plan_cost(job.spec, spec)
     return OperationPlan("attach_lb", job, {"domain": block.domain}, steps, plan, spec=spec)
 
@@ -64,7 +64,8 @@ def plan_detach_lb(job: JobView) -> OperationPlan:
         raise JobConflictError(f"{job.env} has no load balancer attached")
     spec = job.spec.model_copy(update={"load_balancer": None})
     steps = ["stepDetachLoadBalancer", "stepRegisterSpace"]
-    resources = driver_for(job.target).lb_teardown_resources(job.infra)
+    lb_part = driver_for(job.target).lb
+    resources = lb_part.teardown_resources(job.infra) if lb_part is not None else []
     plan = Plan(PlanKind.detach_lb, job.env, job.target.describe(), steps, resources)
     plan.notes.append("the VMs keep running; their ingress goes back to what it was before the load balancer")
     updates = {"detachedLoadBalancer": jobs.spec_json(job.spec)["loadBalancer"]} if job.spec.load_balancer else {}

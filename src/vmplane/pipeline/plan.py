@@ -16,75 +16,40 @@ from typing import Any
 
 from vmplane.clouds.base import Action, CloudDriver, PlannedResource
 from vmplane.clouds.drift import Drift, DriftChange
-from vmplane.clouds.steps import step_of
+from vmplane.clouds.steps import StepList, step_of
 from vmplane.cost.delta import plan_cost
 from vmplane.envspec.models import EnvSpec
 from vmplane.errors import VmplaneError
+from vmplane.pipeline.steps import BY_NAME, KNOWN_STEPS, LB_STEPS, OPERATION_STEPS, PROVISION_STEPS, TEARDOWN_STEPS
 from vmplane.state import InfraConfig
 
 __all__ = ["Action", "PlannedResource"]  # re-exported: plans are made of them
 
-# The provisioning pipeline: 7 steps, 11 with a load balancer. Users and the API see these names.
-PROVISION_STEPS = [
-    "stepValidate",
-    "stepCreateNetwork",
-    "stepCreateIAM",
-    "stepCreateLaunchTemplate",
-    "stepCreateVMs",
-    "stepRegisterSpace",
-    "stepFinalize",
-]
-LB_STEPS = ["stepCreateLoadBalancer", "stepCreateTargetGroup", "stepCreateListener", "stepCreateDNSRecord"]
-
-# Teardown runs dependents first: LB, VMs, launch template, security group, IAM, network (if ours).
-TEARDOWN_STEPS = [
-    "stepDetachLoadBalancer",
-    "stepTerminateVMs",
-    "stepDeleteLaunchTemplate",
-    "stepDeleteSecurityGroup",
-    "stepDeleteIAM",
-    "stepDeleteNetwork",
-    "stepUnregisterSpace",
-]
-OPERATION_STEPS = [
-    "stepScalePool",
-    "stepUpdateTags",
-    "stepRotateVMs",
-    "stepPushRuntime",
-    "stepStopPools",
-    "stepStartPools",
-    "stepRepairDrift",
-]
-KNOWN_STEPS = frozenset([*PROVISION_STEPS, *LB_STEPS, *TEARDOWN_STEPS, *OPERATION_STEPS])
-
-
-# Steps that run after every step before them in the list (they read what all the others recorded).
-ALL_BEFORE = {"stepUpdateTags", "stepRegisterSpace"}
-# Steps every step after them in the list needs: the repair changes the record the others reconcile from.
-BARRIERS = {"stepRepairDrift"}
+__all__ += ["KNOWN_STEPS", "LB_STEPS", "OPERATION_STEPS", "PROVISION_STEPS", "TEARDOWN_STEPS"]  # from the table
 
 
 def step_graph(names: list[str], depends: Mapping[str, list[str]]) -> dict[str, list[str]]:
     """What each of `names` needs before it starts: steps or `step:milestone`s (`clouds.steps`), in order.
 
-    `depends` is the driver's (`CloudDriver.step_dependencies`). A dependency outside `names` (already
+    `depends` is the driver's (`pipeline.steps.step_dependencies`). A dependency outside `names` (already
     done, e.g. the network when an operation attaches an LB) counts as met; a step `depends` does not
-    list (operations) follows the step before it. A cycle is an error, and so is a dependency listed
-    after its dependent: the list is the order the user is shown.
+    list (operations) follows the step before it; a step declared `after_all` needs every step before it,
+    and every step after a `barrier` needs it. A cycle is an error, and so is a dependency listed after
+    its dependent: the list is the order the user is shown.
     """
-    unknown = sorted(set(names) - KNOWN_STEPS)
+    unknown = sorted(set(names) - KNOWN_STEPS - set(depends))
     if unknown:
         raise PlanError(f"unknown step(s): {', '.join(unknown)}")
     order = {name: i for i, name in enumerate(names)}
     graph: dict[str, list[str]] = {}
     for i, name in enumerate(names):
-        if name in ALL_BEFORE:
+        if name in BY_NAME and BY_NAME[name].after_all:
             graph[name] = names[:i]
         elif name in depends:
             graph[name] = [d for d in depends[name] if step_of(d) in order]
         else:
             graph[name] = names[i - 1 : i]
-        barriers = [b for b in names[:i] if b in BARRIERS and b not in graph[name]]
+        barriers = [b for b in names[:i] if b in BY_NAME and BY_NAME[b].barrier and b not in graph[name]]
         graph[name] = [*graph[name], *barriers]
     sorter = _sorter(graph)
     try:
@@ -120,10 +85,9 @@ def waves(names: list[str], depends: Mapping[str, list[str]]) -> list[list[str]]
 
 
 def provision_steps(spec: EnvSpec) -> list[str]:
-    if spec.load_balancer is None:
-        return list(PROVISION_STEPS)
-    at = PROVISION_STEPS.index("stepCreateVMs") + 1
-    return [*PROVISION_STEPS[:at], *LB_STEPS, *PROVISION_STEPS[at:]]
+    """The provisioning steps in the table's order; the load balancer's only when the spec has one."""
+    wanted = {StepList.provision} | ({StepList.lb} if spec.load_balancer is not None else set())
+    return [s.name for s in BY_NAME.values() if s.list in wanted]
 
 
 ACTION_WORDS = {

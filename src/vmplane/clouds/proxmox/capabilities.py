@@ -21,18 +21,12 @@ CAPABILITIES = Capabilities(
     tags=TagRules(style="tokens", key_pattern=PROXMOX_TAG, max_key=40, max_value=60),
     schedules=False,
     drift=True,  # clouds/proxmox/drift.py reads it, repair.py repairs it
+    pool_mode_refusals={
+        "asg": "Proxmox VE has no cloud autoscaler, so 'asg' pools cannot run there; use mode 'fixed' with a size"
+    },
 )
 
 
 def static_problems(spec: EnvSpec) -> list[str]:
-    """The capability check, an `asg` pool said in Proxmox VE's words."""
-    out = []
-    for problem in capability_problems(spec, CAPABILITIES, Cloud.proxmox):
-        if problem.endswith("pools are not supported on proxmox"):
-            name = problem.split(".")[1]
-            problem = (
-                f"pools.{name}.mode: Proxmox VE has no cloud autoscaler, so 'asg' pools cannot run there; "
-                "use mode 'fixed' with a size"
-            )
-        out.append(problem)
-    return out
+    """The capability check (an `asg` pool refused in Proxmox VE's words, from `pool_mode_refusals`)."""
+    return capability_problems(spec, CAPABILITIES, Cloud.proxmox)
