@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from tests.helpers import Cli
+from tests.helpers import Cli, write_env
 
 
 @dataclass
@@ -133,7 +132,32 @@ class Adapter(ABC):
         """The kill points of the repair operation the job record holds (its steps' tallies)."""
 
 
-def with_emulator(cm: AbstractContextManager[Any]) -> Iterator[Any]:
-    """A fixture body: the emulator for the fixture's life."""
-    with cm as emu:
-        yield emu
+class SandboxAdapter(Adapter):
+    """A cloud emulated by `vmplane sandbox` (tests.helpers.Sandbox): the crash sweep on the session's
+    `sweep_sandbox` (tests/fixtures/faults/sweep.jsonc: killed runs resume through not-yet-visible ids and
+    throttling, as on the real cloud), the repair sweep on the session's `sandbox`; examples/ files as they are."""
+
+    EXAMPLE: ClassVar[str]  # the crash sweep's
+    REPAIR_EXAMPLES: ClassVar[dict[str, str]]  # scenario -> example
+
+    def sweep_emulator(self, request: pytest.FixtureRequest, tmp: Path) -> AbstractContextManager[Any]:
+        return nullcontext(request.getfixturevalue("sweep_sandbox"))
+
+    def repair_emulator(self, request: pytest.FixtureRequest, tmp: Path) -> AbstractContextManager[Any]:
+        return nullcontext(request.getfixturevalue("sandbox"))
+
+    def cli(self, tmp: Path, emu: Any) -> Cli:
+        return Cli(home=tmp / "home", sandbox_port=emu.port, gcp_port=emu.gcp_port)
+
+    def write_env(self, tmp: Path, name: str, emu: Any) -> Path:
+        return write_env(tmp, name, example=self.EXAMPLE)
+
+    def fault_tally(self, emu: Any) -> dict[str, int]:
+        return dict(emu.fault_tally())
+
+    def repair_env(self, scenario: str, emu: Any, tmp: Path, name: str) -> RepairEnv:
+        cli = self.cli(tmp, emu)
+        env_file = write_env(tmp, name, example=self.REPAIR_EXAMPLES[scenario])
+        job = cli.json("apply", "-f", str(env_file), "--sandbox", "--yes")
+        assert job["status"] == "succeeded", job["error"]
+        return RepairEnv(cli, env_file, name, str(job["id"]), emu)

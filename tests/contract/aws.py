@@ -11,13 +11,12 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.contract.adapter import Adapter, RepairEnv
-from tests.helpers import Cli, Sandbox, write_env
+from tests.contract.adapter import RepairEnv, SandboxAdapter
+from tests.helpers import Sandbox
 from tests.integration.sweep_inventory import inventory, remaining
 
 from vmplane.clouds.aws import naming
@@ -126,9 +125,11 @@ SCENARIOS: dict[str, Scenario] = {
 }
 
 
-class AwsAdapter(Adapter):
+class AwsAdapter(SandboxAdapter):
     name = "aws"
     marks = (pytest.mark.sandbox, pytest.mark.slow)
+    EXAMPLE = "web.jsonc"
+    REPAIR_EXAMPLES = {scenario: example for scenario, (example, _, _) in SCENARIOS.items()}
     FAULTS = ("aws.throttle", "aws.visibility")
     RESUME_REPAIR_WITH_RESUME = True
     CHECK_FOUND_EACH_CASE = True
@@ -212,15 +213,6 @@ class AwsAdapter(Adapter):
         name = op.split(".", 1)[1]
         return name if MUTATING.match(name) else None
 
-    def sweep_emulator(self, request: pytest.FixtureRequest, tmp: Path) -> AbstractContextManager[Any]:
-        return nullcontext(request.getfixturevalue("sweep_sandbox"))
-
-    def cli(self, tmp: Path, emu: Any) -> Cli:
-        return Cli(home=tmp / "home", sandbox_port=emu.port, gcp_port=emu.gcp_port)
-
-    def write_env(self, tmp: Path, name: str, emu: Any) -> Path:
-        return write_env(tmp, name, example="web.jsonc")
-
     def snapshot(self, emu: Any, env_file: Path, job_id: str) -> dict[str, Any]:
         spec = load_spec(env_file)
         assert spec.load_balancer is not None
@@ -231,19 +223,6 @@ class AwsAdapter(Adapter):
 
     def remaining(self, snap: dict[str, Any]) -> dict[str, Any]:
         return remaining(snap)
-
-    def fault_tally(self, emu: Any) -> dict[str, int]:
-        return dict(emu.fault_tally())
-
-    def repair_emulator(self, request: pytest.FixtureRequest, tmp: Path) -> AbstractContextManager[Any]:
-        return nullcontext(request.getfixturevalue("sandbox"))
-
-    def repair_env(self, scenario: str, emu: Any, tmp: Path, name: str) -> RepairEnv:
-        cli = Cli(home=tmp / "home", sandbox_port=emu.port)
-        env_file = write_env(tmp, name, example=SCENARIOS[scenario][0])
-        job = cli.json("apply", "-f", str(env_file), "--sandbox", "--yes")
-        assert job["status"] == "succeeded", job["error"]
-        return RepairEnv(cli, env_file, name, str(job["id"]), emu)
 
     def make_drift(self, scenario: str, env: RepairEnv) -> None:
         SCENARIOS[scenario][1](env.emu, env.job_id, env.name)

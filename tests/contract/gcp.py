@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import json
 import re
-from contextlib import AbstractContextManager, nullcontext
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.contract.adapter import Adapter, RepairEnv
-from tests.helpers import Cli, write_env
+from tests.contract.adapter import RepairEnv, SandboxAdapter
 from tests.integration.gcp_drift_cases import break_fixed
 from tests.integration.gcp_inventory import Gcp, job_resources, records
 
@@ -56,9 +54,11 @@ def _norm(value: Any, subs: list[tuple[re.Pattern[str], str]]) -> Any:
     return value
 
 
-class GcpAdapter(Adapter):
+class GcpAdapter(SandboxAdapter):
     name = "gcp"
     marks = (pytest.mark.sandbox, pytest.mark.slow)
+    EXAMPLE = "gcp-web.jsonc"
+    REPAIR_EXAMPLES = {"fixed": "gcp-fixed.jsonc"}
     FAULTS = ("gcp.throttle", "gcp.visibility")
     APPLY_OPS = [
         "cloudresourcemanager.projects.setIamPolicy",
@@ -129,15 +129,6 @@ class GcpAdapter(Adapter):
     def case(self, op: str) -> str | None:
         return op if MUTATING.search(op) else None
 
-    def sweep_emulator(self, request: pytest.FixtureRequest, tmp: Path) -> AbstractContextManager[Any]:
-        return nullcontext(request.getfixturevalue("sweep_sandbox"))
-
-    def cli(self, tmp: Path, emu: Any) -> Cli:
-        return Cli(home=tmp / "home", sandbox_port=emu.port, gcp_port=emu.gcp_port)
-
-    def write_env(self, tmp: Path, name: str, emu: Any) -> Path:
-        return write_env(tmp, name, example="gcp-web.jsonc")
-
     def snapshot(self, emu: Any, env_file: Path, job_id: str) -> dict[str, Any]:
         """Everything of the job in the project, with run-specific names and values replaced."""
         client = gcp(emu.gcp_endpoint)
@@ -163,19 +154,6 @@ class GcpAdapter(Adapter):
             (re.compile(r'"id": ?"[0-9a-f]{32}"'), '"id":"MAILBOX"'),  # an exec request's own id
         ]
         return {k: _norm(v, subs) for k, v in res.items()}
-
-    def fault_tally(self, emu: Any) -> dict[str, int]:
-        return dict(emu.fault_tally())
-
-    def repair_emulator(self, request: pytest.FixtureRequest, tmp: Path) -> AbstractContextManager[Any]:
-        return nullcontext(request.getfixturevalue("sandbox"))
-
-    def repair_env(self, scenario: str, emu: Any, tmp: Path, name: str) -> RepairEnv:
-        cli = Cli(home=tmp / "home", sandbox_port=emu.port, gcp_port=emu.gcp_port)
-        env_file = write_env(tmp, name, example="gcp-fixed.jsonc")
-        job = cli.json("apply", "-f", str(env_file), "--sandbox", "--yes")
-        assert job["status"] == "succeeded", job["error"]
-        return RepairEnv(cli, env_file, name, str(job["id"]), emu)
 
     def make_drift(self, scenario: str, env: RepairEnv) -> None:
         break_fixed(gcp(env.emu.gcp_endpoint), load_spec(env.env_file), env.job_id)
