@@ -109,7 +109,11 @@ class FakeDriver:
         self.sent: list[tuple[list[str], list[str]]] = []
         self.fail = fail or set()
 
-    def run_command(
+    @property
+    def exec_channel(self) -> FakeDriver:
+        return self  # the driver's exec part: `run`
+
+    def run(
         self, ids: list[str], commands: list[str], timeout: float, comment: str = ""
     ) -> list[CommandResult]:
         self.sent.append((ids, commands))

@@ -237,7 +237,7 @@ def test_an_exec_error_echoing_an_env_value_is_redacted(monkeypatch: pytest.Monk
     monkeypatch.setenv("VMPLANE_UNIT_PW3", value)
 
     class Echoing(StoreDriver):
-        def run_command(self, ids: list[str], commands: list[str], timeout: float, comment: str = "") -> Any:
+        def run(self, ids: list[str], commands: list[str], timeout: float, comment: str = "") -> Any:
             raise InvalidRequestError(f"parameter verification failed: command: {value} too long")
 
     with pytest.raises(RuntimePushError) as err:
