@@ -49,7 +49,11 @@ class ToyCloud:
         return self.transport.call(f"toy.List{kind.title()}", read)
 
     def get(self, rid: str) -> Resource | None:
-        return self.transport.call("toy.Get", lambda: self._load()["resources"].get(rid))
+        def read() -> Resource | None:
+            row: Resource | None = self._load()["resources"].get(rid)
+            return row
+
+        return self.transport.call("toy.Get", read)
 
     def create(self, kind: str, name: str, tags: Mapping[str, str], attrs: Mapping[str, Any]) -> Resource:
         def write(state: dict[str, Any]) -> Resource:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
@@ -13,7 +13,12 @@ TOY = Cloud.extend("toy")  # a plugin's cloud is not a member of the shipped enu
 
 
 class ToyProvider(ProviderBase):
-    cloud: Literal[TOY] = Field(description="The tests' toy cloud: its resources live in one JSON file.")
+    # A Literal, as the shipped providers' (`provider` is a union discriminated by it); a value made at run
+    # time is no Literal to mypy, which sees the enum.
+    if TYPE_CHECKING:
+        cloud: Cloud
+    else:
+        cloud: Literal[TOY] = Field(description="The tests' toy cloud: its resources live in one JSON file.")
     region: str = Field(default="toy-1", pattern=r"^toy-[0-9]$")
     state_file: str = Field(description="The JSON file that is the cloud (created on first use).")
 
