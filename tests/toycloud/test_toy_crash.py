@@ -30,11 +30,11 @@ def _case(op: str) -> str | None:
     return None if op.startswith(("toy.List", "toy.Get")) else op
 
 
-def snapshot(state: Path, job_id: str) -> list[dict[str, Any]]:
+def snapshot(state: Path, job_id: str) -> dict[str, Any]:
+    """The whole toy cloud (its only tenant is this case's job), sorted, the job id replaced."""
     rows = json.loads(state.read_text())["resources"].values() if state.exists() else []
     text = re.sub(re.escape(job_id), "JOB", json.dumps(sorted(rows, key=lambda r: (r["kind"], r["name"]))))
-    out: list[dict[str, Any]] = json.loads(text)
-    return out
+    return {"resources": json.loads(text)}
 
 
 @pytest.fixture(scope="module")
@@ -45,10 +45,10 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Reference:
     applied = cli.json("apply", "-f", str(spec), "--yes")
     assert applied["status"] == "succeeded", applied["error"]
     snap = snapshot(state, applied["id"])
-    assert [r["kind"] for r in snap] == ["firewall", "network", "template", "vm", "vm"]
+    assert [r["kind"] for r in snap["resources"]] == ["firewall", "network", "template", "vm", "vm"]
     destroyed = cli.json("destroy", "-f", str(spec), "--yes")
     assert destroyed["status"] == "deleted", destroyed["error"]
-    assert snapshot(state, applied["id"]) == []
+    assert snapshot(state, applied["id"]) == {"resources": []}
     return Reference(applied, snap, destroyed)
 
 
@@ -69,6 +69,6 @@ def test_toy_apply_then_destroy_killed_at_each_call_converge(
         destroy_op,
         lambda job_id: snapshot(state, job_id),
         reference.snapshot,
-        lambda job_id: snapshot(state, job_id),
+        lambda job_id: snapshot(state, job_id)["resources"],
         flags=(),
     )

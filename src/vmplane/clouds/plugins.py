@@ -28,6 +28,7 @@ _entry_points_loaded = False
 # tests' fork server) gets another variable, and loads what it adds.
 _modules_loaded: set[str] = set()
 _failed: PluginError | None = None
+_seen_variable: str | None = None  # the variable's value last loaded: the fast path of every look-up
 
 
 class PluginError(UsageError):
@@ -41,9 +42,10 @@ def load_plugins(*, strict: bool = True) -> None:
     A plugin that fails is raised (a PluginError, a usage error) from every strict call, the look-up of a
     cloud; a listing (`strict=False`) goes on without it. Listings run while vmplane's modules import (the
     schema, the CLI's sub-commands), where a raise would be a traceback, not the CLI's one-line error."""
-    global _entry_points_loaded, _failed
-    names = configured_modules()
-    if not (_entry_points_loaded and _modules_loaded.issuperset(names)):
+    global _entry_points_loaded, _failed, _seen_variable
+    raw = os.environ.get(ENV_VAR, "")
+    if raw != _seen_variable:
+        names = configured_modules(raw)
         with _lock:
             try:
                 if not _entry_points_loaded:
@@ -53,15 +55,17 @@ def load_plugins(*, strict: bool = True) -> None:
                 for name in names:
                     if name not in _modules_loaded:
                         _modules_loaded.add(name)
-                        _run(_import(name, f"{ENV_VAR}={os.environ.get(ENV_VAR, '')!r}"))
+                        _run(_import(name, f"{ENV_VAR}={raw!r}"))
             except PluginError as err:
                 _failed = _failed or err
+            _seen_variable = raw
     if strict and _failed is not None:
         raise _failed
 
 
-def configured_modules() -> list[str]:
-    return [m.strip() for m in os.environ.get(ENV_VAR, "").split(",") if m.strip()]
+def configured_modules(raw: str) -> list[str]:
+    """The module names of the variable's value, in its order."""
+    return [m.strip() for m in raw.split(",") if m.strip()]
 
 
 def _import(name: str, where: str) -> object:
@@ -91,7 +95,7 @@ def _run(loaded: object) -> None:
 
 def forget(name: str) -> None:
     """Let `name` be loaded again (a test that imported and unregistered it)."""
+    global _failed, _seen_variable
     with _lock:
-        global _failed
         _modules_loaded.discard(name)
-        _failed = None
+        _failed, _seen_variable = None, None
