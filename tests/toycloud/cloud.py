@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from vmplane.clouds.errors import CloudError, ConflictError, NotFoundError, TransientError
+from vmplane.clouds.errors import CloudError, ConflictError, InvalidRequestError, NotFoundError, TransientError
 from vmplane.clouds.transport import Transport
 
 T = TypeVar("T")
@@ -27,6 +27,7 @@ PROVIDER = "toy"
 
 class ToyCloud:
     def __init__(self, path: str) -> None:
+        self.given = path
         self.path = Path(path)
         self._lock = threading.Lock()  # a step's parts may call side by side
         self.transport = Transport(
@@ -93,6 +94,8 @@ class ToyCloud:
 
     # ---- the file ----
     def _load(self) -> dict[str, Any]:
+        if not self.given:
+            raise InvalidRequestError("provider.stateFile: the toy cloud needs its state file")
         try:
             text = self.path.read_text()
         except FileNotFoundError:
@@ -101,6 +104,7 @@ class ToyCloud:
         return state
 
     def _change(self, fn: Callable[[dict[str, Any]], T]) -> T:
+        state = self._load()  # refuses a missing path before the lock file is made
         with self._locked():
             state = self._load()
             out = fn(state)

@@ -65,10 +65,11 @@ def test_nothing_configured_imports_no_plugin_and_knows_only_the_shipped_clouds(
 def test_a_recorded_target_on_a_plugins_cloud_loads_the_plugin_first() -> None:
     """A job read back from the store names its cloud before anything looked one up (`Cloud._missing_`)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("VMPLANE_")}
-    env.update(VMPLANE_CLOUD_PLUGINS="tests.toycloud.plugin", PYTHONPATH=f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}")
+    env.update(VMPLANE_CLOUD_PLUGINS="tests.toycloud.plugin")
+    env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}"
     code = (
         "from vmplane.target import Target; "
-        "t = Target.model_validate_json('{\"cloud\": \"toy\", \"region\": \"toy-1\"}'); print(t.cloud.value)"
+        't = Target.model_validate_json(\'{"cloud": "toy", "region": "toy-1"}\'); print(t.cloud.value)'
     )
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout.strip()) == (0, "toy"), done.stderr

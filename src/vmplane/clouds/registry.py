@@ -34,6 +34,12 @@ def register(descriptor: Descriptor) -> None:
     driver_for.cache_clear()
 
 
+def unregister(name: str) -> None:
+    """Remove a cloud `register` added (tests put the list back as they found it)."""
+    _DESCRIPTORS.pop(name, None)
+    driver_for.cache_clear()
+
+
 def descriptors() -> list[Descriptor]:
     load_plugins(strict=False)  # listed while the CLI imports: a failed plugin is raised by the look-ups
     return list(_DESCRIPTORS.values())
