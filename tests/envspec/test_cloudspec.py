@@ -226,3 +226,20 @@ def test_envspec_names_no_cloud() -> None:
             if isinstance(node, ast.Constant) and node.value in names and path.name != "base.py":
                 found.append(f"{path.name}:{node.lineno}: {node.value!r}")
     assert found == []
+
+
+@pytest.mark.parametrize("example", sorted(p.name for p in (Path(__file__).parents[2] / "examples").glob("*.jsonc")))
+def test_a_dump_that_keeps_unset_fields_validates_again(example: str) -> None:
+    """Recorded configs are dumped with their unset fields (`"gcp": null`, and before the move `"template":
+    null`): a null under another cloud's key, or at an old place, is nothing given, not a refusal (the cost
+    ledger's re-read of a stopped pool failed on this)."""
+    from vmplane.envspec.load import load_spec
+
+    spec = load_spec(Path(__file__).parents[2] / "examples" / example)
+    doc = spec.model_dump(mode="json", by_alias=True)
+    assert EnvSpec.model_validate(doc) == spec
+    old = json.loads(json.dumps(doc))
+    for pool in old["pools"].values():
+        pool.update({k: None for k in ("template", "cores", "memoryMb") if k not in pool})
+    old["exec"].setdefault("interactive", None)
+    assert EnvSpec.model_validate(old) == spec

@@ -18,6 +18,7 @@ from tests.unit.support import make_ctx
 from vmplane.clouds.aws import iam, secret_policy
 from vmplane.clouds.aws.driver import AwsDriver
 from vmplane.clouds.aws.session import AwsClients, AwsTarget
+from vmplane.clouds.interfaces.composition import create_identity, delete_identity
 from vmplane.envspec.load import load_spec
 from vmplane.envspec.secrets import secret_refs
 from vmplane.jobs.precheck import UNBORN_JOB, positioned
@@ -99,7 +100,7 @@ def test_the_role_policy_through_the_strict_iam_layer_and_versions_on_rotation(
     driver = AwsDriver(AwsTarget(region=REGION, endpoint_url=sandbox.endpoint))
     ctx = make_ctx(spec, job_id=f"job-{tag}")
     try:
-        driver.ensure_identity(ctx)
+        create_identity(driver, ctx)
         role = iam.role_name(ctx)
         doc = aws.iam.get_role_policy(RoleName=role, PolicyName=secret_policy.POLICY_NAME)["PolicyDocument"]
         doc = json.loads(doc) if isinstance(doc, str) else doc
@@ -119,7 +120,7 @@ def test_the_role_policy_through_the_strict_iam_layer_and_versions_on_rotation(
         assert after[f"aws-ssm:/itest/{tag}/key"] == "2" and before[f"aws-ssm:/itest/{tag}/key"] == "1"
         assert after[f"aws-sm:itest/{tag}/db#password"] != before[f"aws-sm:itest/{tag}/db#password"]
     finally:
-        driver.delete_identity(ctx)
+        delete_identity(driver, ctx)
     assert not any(r["RoleName"] == iam.role_name(ctx) for r in aws.iam.list_roles()["Roles"])
 
 

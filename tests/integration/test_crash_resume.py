@@ -44,7 +44,7 @@ def counts(sb: Sandbox, job_id: str) -> dict[str, int]:
 
 
 # Kills inside a step that creates things, at its non-idempotent-by-name creates, where the crash sweep
-# (test_crash_sweep.py: kill after every mutating call, re-run `apply`, the whole inventory equal to a
+# (tests/contract: kill after every mutating call, re-run `apply`, the whole inventory equal to a
 # clean run's) does not already cover the same kill with the same way back: `vmplane resume`, and the
 # Fixed pool's RunInstances (the sweep's example is an auto-scaling group). Kills after CreateVpc and
 # CreateRole followed by a re-run `apply` were cases here too: the sweep covers both, with a stronger check.

@@ -9,12 +9,14 @@ from __future__ import annotations
 import json
 import uuid
 from collections import Counter
+from functools import partial
 from typing import Any
 
 import pytest
 from tests.helpers import Sandbox
 
 from vmplane.clouds.base import API_CALLS, Context, Tagger
+from vmplane.clouds.interfaces.composition import create_identity, delete_identity
 from vmplane.envspec.models import EnvSpec
 from vmplane.state import InfraConfig
 
@@ -92,8 +94,8 @@ def test_network_firewall_identity_shape_rerun_and_teardown(sandbox: Sandbox) ->
     crm.projects().setIamPolicy(resource=project, body={"policy": policy}).execute()
 
     driver.preflight(ctx)
-    first = _counted(driver.ensure_network, ctx)
-    first += _counted(driver.ensure_identity, ctx)
+    first = _counted(driver.network.ensure, ctx)
+    first += _counted(partial(create_identity, driver), ctx)
     assert first["compute.networks.insert"] == 1 and first["compute.routers.insert"] == 1
 
     raw = _raw(sandbox, project)
@@ -131,7 +133,7 @@ def test_network_firewall_identity_shape_rerun_and_teardown(sandbox: Sandbox) ->
     assert _member_roles(sandbox, project, email) == ROLES
 
     # Re-run: a no-op (nothing inserted or patched).
-    again = _counted(driver.ensure_network, ctx) + _counted(driver.ensure_identity, ctx)
+    again = _counted(driver.network.ensure, ctx) + _counted(partial(create_identity, driver), ctx)
     assert not [m for m, n in again.items() if n and m.rsplit(".", 1)[-1] in ("insert", "patch", "create")], again
 
     # Drift: the NAT removed by hand comes back; exec.interactive false removes port 22; ports change in place.
@@ -142,7 +144,7 @@ def test_network_firewall_identity_shape_rerun_and_teardown(sandbox: Sandbox) ->
     routers.update_unary(project=project, region="us-central1", router=router.name, router_resource=bare)
     assert not list(routers.get(project=project, region="us-central1", router=router.name).nats)
     ctx.spec = _spec(project, "itest-gnet", interactive=False, ports=[80])
-    driver.ensure_network(ctx)
+    driver.network.ensure(ctx)
     raw = _raw(sandbox, project)
     assert [n.name for n in raw["routers"][0].nats] == [nat.name]
     rules = {r.name: r for r in raw["firewalls"]}
@@ -150,16 +152,16 @@ def test_network_firewall_identity_shape_rerun_and_teardown(sandbox: Sandbox) ->
     assert [p for a in rules[str(infra.VMSecurityGroupID)].allowed for p in a.ports] == ["80"]
 
     # Teardown in the pipeline's order; nothing of the job remains, and a raw listing agrees.
-    for step in (driver.delete_security_group, driver.delete_identity, driver.delete_network):
+    for step in (driver.network.delete_firewall, partial(delete_identity, driver), driver.network.delete):
         step(ctx)
-    assert driver.leftovers(ctx) == []
+    assert driver.inventory.leftovers(ctx) == []
     assert {k: v for k, v in _raw(sandbox, project).items() if v} == {}
     assert _member_roles(sandbox, project, email) == []
     policy = crm.projects().getIamPolicy(resource=project, body={}).execute()
     assert other in policy["bindings"]
     # Deleting twice is done, not an error (NotFound).
-    driver.delete_security_group(ctx)
-    driver.delete_network(ctx)
+    driver.network.delete_firewall(ctx)
+    driver.network.delete(ctx)
 
 
 class _Crash(Exception):
@@ -194,12 +196,12 @@ def test_a_crash_right_after_a_create_converges_on_rerun(sandbox: Sandbox, metho
 
     driver.gcp.call = dying
     with pytest.raises(_Crash):
-        driver.ensure_network(ctx)
+        driver.network.ensure(ctx)
     driver.gcp.call = real_call
     # Resume from what was last saved, as a restarted worker would.
     infra = InfraConfig.model_validate(saved[-1])
     ctx.infra = infra
-    rerun = _counted(driver.ensure_network, ctx)
+    rerun = _counted(driver.network.ensure, ctx)
     # Only what the crash kept from being made is inserted: not the resource whose insert returned.
     # (The firewall crash hits the first of the two rules; the second is still to make.)
     assert rerun[method] == (1 if method == "compute.firewalls.insert" else 0), rerun
@@ -210,12 +212,12 @@ def test_a_crash_right_after_a_create_converges_on_rerun(sandbox: Sandbox, metho
     # A tag change reaches the mutable descriptions (firewalls, router) in place.
     ctx.spec = _spec(project, "itest-gcrash", interactive=True, ports=[80]).model_copy(update={"tags": {"team": "x"}})
     ctx.tagger = Tagger.for_spec(ctx.spec, job_id)
-    driver.update_tags(ctx)
+    driver.inventory.retag(ctx)
     raw = _raw(sandbox, project)
     for r in [*raw["firewalls"], *raw["routers"]]:
         assert json.loads(r.description)["team"] == "x", r.name
 
-    for step in (driver.delete_security_group, driver.delete_identity, driver.delete_network):
+    for step in (driver.network.delete_firewall, partial(delete_identity, driver), driver.network.delete):
         step(ctx)
     assert {k: v for k, v in _raw(sandbox, project).items() if v} == {}
-    assert driver.leftovers(ctx) == []
+    assert driver.inventory.leftovers(ctx) == []

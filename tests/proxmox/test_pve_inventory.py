@@ -123,10 +123,16 @@ def test_the_drivers_network_half_applies_and_destroys_to_nothing(
     driver = ProxmoxDriver(PveTarget(cluster.pve.url, NODES, ca_file=cluster.cafile))  # type: ignore[attr-defined]
     c = ctx(spec(), new_job())
     driver.preflight(c)
-    driver.ensure_network(c)
-    driver.update_tags(c)
-    assert {x.kind for x in driver.leftovers(c)} == {"pool", "security-group", "sdn-zone", "sdn-vnet", "sdn-subnet"}
-    driver.delete_security_group(c)
-    driver.delete_network(c)
-    assert driver.leftovers(c) == []
+    driver.network.ensure(c)
+    driver.inventory.retag(c)
+    assert {x.kind for x in driver.inventory.leftovers(c)} == {
+        "pool",
+        "security-group",
+        "sdn-zone",
+        "sdn-vnet",
+        "sdn-subnet",
+    }
+    driver.network.delete_firewall(c)
+    driver.network.delete(c)
+    assert driver.inventory.leftovers(c) == []
     assert driver.outputs(c.spec, c.infra)["subnet"] == "10.40.0.0/16"

@@ -52,10 +52,10 @@ def test_the_target_group_is_created_with_the_timeout(aws, spec, monkeypatch: py
     driver.aws.elbv2.meta.events.register(
         "before-parameter-build.elastic-load-balancing-v2.CreateTargetGroup", lambda params, **_: sent.append(params)
     )
-    for step in (driver.preflight, driver.ensure_network, driver.ensure_launch_templates):
+    for step in (driver.preflight, driver.network.ensure, driver.pools.ensure_templates):
         step(ctx)
-    driver.ensure_load_balancer(ctx)
-    driver.ensure_target_group(ctx)
+    driver.lb.ensure_frontend(ctx)
+    driver.lb.ensure_backend(ctx)
     assert len(sent) == 1 and sent[0]["HealthCheckIntervalSeconds"] == 5
     assert sent[0].get("HealthCheckTimeoutSeconds") == 4
 

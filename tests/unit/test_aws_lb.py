@@ -16,6 +16,7 @@ from vmplane.clouds.aws.resources import TABLE
 from vmplane.clouds.aws.session import AwsTarget
 from vmplane.clouds.base import API_CALLS
 from vmplane.clouds.errors import InvalidRequestError
+from vmplane.clouds.interfaces.composition import create_identity
 from vmplane.state import VMState
 
 from .support import JOB_ID, REGION, make_ctx, variant
@@ -40,15 +41,15 @@ def _provisioned(spec, **lb_block):
     driver = AwsDriver(AwsTarget(region=REGION))
     ctx = make_ctx(variant(spec, loadBalancer={"domain": DOMAIN, **lb_block}))
     aws_ids(ctx.infra).InstanceProfileArn = "arn:aws:iam::123456789012:instance-profile/vmplane-acme-demo-fixed-vm"
-    for step in (driver.preflight, driver.ensure_network, driver.ensure_launch_templates, driver.ensure_vms):
+    for step in (driver.preflight, driver.network.ensure, driver.pools.ensure_templates, driver.pools.ensure_vms):
         step(ctx)
     return driver, ctx
 
 
 def _attach(driver, ctx):
-    for step in (driver.ensure_load_balancer, driver.ensure_target_group, driver.ensure_listener):
+    for step in (driver.lb.ensure_frontend, driver.lb.ensure_backend, driver.lb.ensure_listener):
         step(ctx)
-    driver.ensure_dns_record(ctx)
+    driver.lb.ensure_dns_record(ctx)
 
 
 def _records(aws, zone):
@@ -146,7 +147,7 @@ def test_detach_removes_every_part_and_keeps_the_vms(aws, spec, zone):
     _attach(driver, ctx)
     vm_ids = sorted(v.ID for v in ctx.infra.VMs)
     lb_sg = aws_ids(ctx.infra).LoadBalancerSecurityGroupID
-    driver.detach_load_balancer(ctx, keep_vms=True)
+    driver.lb.detach(ctx, keep_vms=True)
     aws = driver.aws
     assert _counts(aws) == {"lb": 0, "tg": 0, "cert": 0, "listeners": 0}
     assert _records(aws, zone) == {}
@@ -229,7 +230,7 @@ def test_a_load_balancer_of_another_owner_is_never_adopted(aws, spec, zone):
         Tags=[{"Key": "zop:jobId", "Value": "job-other"}],
     )
     with pytest.raises(ConflictError, match="belongs to another job or owner"):
-        driver.ensure_load_balancer(ctx)
+        driver.lb.ensure_frontend(ctx)
 
 
 def test_a_provision_requests_the_certificate_beside_the_identity_and_the_lb_step_reuses_it(aws_iam, spec):
@@ -240,7 +241,7 @@ def test_a_provision_requests_the_certificate_beside_the_identity_and_the_lb_ste
     driver = AwsDriver(AwsTarget(region=REGION))
     ctx = make_ctx(variant(spec, loadBalancer={"domain": DOMAIN}))
     driver.preflight(ctx)
-    driver.ensure_identity(ctx)
+    create_identity(driver, ctx)
     ids = aws_ids(ctx.infra)
     assert ids.CertificateReady and ids.CertificateRequested and ctx.infra.NetworkID is None
     assert [c["CertificateArn"] for c in driver.aws.acm.list_certificates()["CertificateSummaryList"]] == [
@@ -248,20 +249,20 @@ def test_a_provision_requests_the_certificate_beside_the_identity_and_the_lb_ste
     ]
     assert [t for _, t in _records(driver.aws, zone)] == ["CNAME"]
     assert [r.Type for r in ids.DNSRecords] == ["CNAME"]
-    for step in (driver.ensure_network, driver.ensure_launch_templates, driver.ensure_vms):
+    for step in (driver.network.ensure, driver.pools.ensure_templates, driver.pools.ensure_vms):
         step(ctx)
     tally: Counter[str] = Counter()
     token = API_CALLS.set(tally)
     try:
-        driver.ensure_load_balancer(ctx)
+        driver.lb.ensure_frontend(ctx)
     finally:
         API_CALLS.reset(token)
     assert not [op for op in tally if op.startswith(("acm.", "route53."))]
-    for step in (driver.ensure_target_group, driver.ensure_listener, driver.ensure_dns_record):
+    for step in (driver.lb.ensure_backend, driver.lb.ensure_listener, driver.lb.ensure_dns_record):
         step(ctx)
     assert _counts(driver.aws) == {"lb": 1, "tg": 1, "cert": 1, "listeners": 2}
     # Detach forgets the certificate, so a later attach requests a new one in stepCreateLoadBalancer.
-    driver.detach_load_balancer(ctx, keep_vms=True)
+    driver.lb.detach(ctx, keep_vms=True)
     assert not aws_ids(ctx.infra).CertificateReady
     _attach(driver, ctx)
     assert _counts(driver.aws)["cert"] == 1 and aws_ids(ctx.infra).CertificateReady

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from vmplane.clouds.aws.driver import AwsDriver
 from vmplane.clouds.aws.ids import aws_ids
 from vmplane.clouds.aws.session import AwsTarget
 from vmplane.clouds.base import Leftover
+from vmplane.clouds.interfaces.composition import create_identity, delete_identity
 from vmplane.state import VMState
 
 from .support import JOB_ID, REGION, make_ctx, tags_of
@@ -25,10 +28,10 @@ def test_provision_then_teardown_leaves_nothing(aws_iam, spec):
     ctx = make_ctx(spec)
     for step in (
         driver.preflight,
-        driver.ensure_network,
-        driver.ensure_identity,
-        driver.ensure_launch_templates,
-        driver.ensure_vms,
+        driver.network.ensure,
+        partial(create_identity, driver),
+        driver.pools.ensure_templates,
+        driver.pools.ensure_vms,
     ):
         step(ctx)
     infra = ctx.infra
@@ -54,29 +57,34 @@ def test_provision_then_teardown_leaves_nothing(aws_iam, spec):
     assert ctx.save.last == infra.model_dump(mode="json")
 
     # Running the step again (e.g. a resumed workflow) launches nothing new, even without the record.
-    driver.ensure_vms(ctx)
+    driver.pools.ensure_vms(ctx)
     lost = make_ctx(spec, infra.model_copy(update={"VMs": []}))
-    driver.ensure_vms(lost)
+    driver.pools.ensure_vms(lost)
     assert {i["InstanceId"] for i in _live_instances(aws)} == set(live)
     assert {v.ID for v in lost.infra.VMs} == set(live)
 
-    assert {lo.kind for lo in driver.leftovers(ctx)} >= {"instance", "vpc", "nat-gateway", "iam-role"}
+    assert {lo.kind for lo in driver.inventory.leftovers(ctx)} >= {"instance", "vpc", "nat-gateway", "iam-role"}
 
     for step in (
-        driver.delete_vms,
-        driver.delete_launch_templates,
-        driver.delete_security_group,
-        driver.delete_identity,
-        driver.delete_network,
+        driver.pools.delete_vms,
+        driver.pools.delete_templates,
+        driver.network.delete_firewall,
+        partial(delete_identity, driver),
+        driver.network.delete,
     ):
         step(ctx)
-    assert driver.leftovers(ctx) == []
+    assert driver.inventory.leftovers(ctx) == []
     assert infra.VMs == [] and infra.NetworkID is None and aws_ids(infra).RoleName is None
 
     # Teardown is idempotent: a second pass over an empty account is a no-op.
-    for step in (driver.delete_vms, driver.delete_security_group, driver.delete_identity, driver.delete_network):
+    for step in (
+        driver.pools.delete_vms,
+        driver.network.delete_firewall,
+        partial(delete_identity, driver),
+        driver.network.delete,
+    ):
         step(make_ctx(spec))
-    assert driver.leftovers(make_ctx(spec)) == []
+    assert driver.inventory.leftovers(make_ctx(spec)) == []
 
 
 def test_leftovers_sees_only_this_job(aws, spec):
@@ -90,5 +98,5 @@ def test_leftovers_sees_only_this_job(aws, spec):
         CidrBlock="10.2.0.0/16",
         TagSpecifications=[{"ResourceType": "vpc", "Tags": [{"Key": "zop:jobId", "Value": "job-other-2"}]}],
     )
-    assert Leftover("vpc", mine) in driver.leftovers(make_ctx(spec))
-    assert [lo for lo in driver.leftovers(make_ctx(spec)) if lo.kind == "vpc"] == [Leftover("vpc", mine)]
+    assert Leftover("vpc", mine) in driver.inventory.leftovers(make_ctx(spec))
+    assert [lo for lo in driver.inventory.leftovers(make_ctx(spec)) if lo.kind == "vpc"] == [Leftover("vpc", mine)]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from functools import partial
 from unittest.mock import ANY
 
 import pytest
@@ -20,6 +21,7 @@ from vmplane.clouds.aws.schedules import action_differs, action_requests
 from vmplane.clouds.aws.session import AwsTarget
 from vmplane.clouds.base import Tagger
 from vmplane.clouds.errors import ConflictError, InvalidRequestError
+from vmplane.clouds.interfaces.composition import create_identity, delete_identity
 from vmplane.envspec.models import AsgPool, EnvSpec
 from vmplane.state import VMRecord, VMState
 
@@ -157,11 +159,11 @@ def _provision(driver: AwsDriver, spec: EnvSpec):
     ctx = make_ctx(spec)
     for step in (
         driver.preflight,
-        driver.ensure_network,
-        driver.ensure_identity,
-        driver.ensure_launch_templates,
-        driver.ensure_vms,
-        driver.ensure_schedules,
+        driver.network.ensure,
+        partial(create_identity, driver),
+        driver.pools.ensure_templates,
+        driver.pools.ensure_vms,
+        driver.scheduler.ensure,
     ):
         step(ctx)
     return ctx
@@ -191,14 +193,14 @@ def test_schedules_created_updated_paused_removed_and_torn_down(aws_iam, schedul
     # replacement and does not wait for it.
     first = web_ids[0]
     aws.ec2.stop_instances(InstanceIds=[first])
-    driver.ensure_vms(ctx)
+    driver.pools.ensure_vms(ctx)
     assert {v.ID: v.State for v in ctx.infra.VMs}[first] is VMState.stopped
     assert sorted(v.ID for v in ctx.infra.VMs if v.Pool == "web") == web_ids
 
     # Stop: the Fixed VMs stopped and recorded so, the group at 0, the schedules paused.
-    driver.stop_pool(ctx, "web")
-    driver.stop_pool(ctx, "batch")
-    driver.stop_pool(ctx, "web")  # idempotent
+    driver.pools.stop(ctx, "web")
+    driver.pools.stop(ctx, "batch")
+    driver.pools.stop(ctx, "web")  # idempotent
     states = aws.ec2.describe_instances(InstanceIds=web_ids)["Reservations"]
     assert {i["State"]["Name"] for r in states for i in r["Instances"]} == {"stopped"}
     assert {v.State for v in ctx.infra.VMs if v.Pool == "web"} == {VMState.stopped}
@@ -210,16 +212,16 @@ def test_schedules_created_updated_paused_removed_and_torn_down(aws_iam, schedul
     assert aws.scheduler.get_schedule(Name="demo-fixed-web-start", GroupName=group)["State"] == "DISABLED"
 
     # An apply keeps them stopped: nothing started, nothing sized up, no stopped VM waited for.
-    driver.ensure_vms(ctx)
-    driver.ensure_schedules(ctx)
+    driver.pools.ensure_vms(ctx)
+    driver.scheduler.ensure(ctx)
     states = aws.ec2.describe_instances(InstanceIds=web_ids)["Reservations"]
     assert {i["State"]["Name"] for r in states for i in r["Instances"]} == {"stopped"}
     grp = aws.autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=["vmplane-acme-demo-fixed-batch"])
     assert grp["AutoScalingGroups"][0]["DesiredCapacity"] == 0
 
     # Start: running and ready again, the group at the pool's sizes, the schedules resumed.
-    driver.start_pool(ctx, "web")
-    driver.start_pool(ctx, "batch")
+    driver.pools.start(ctx, "web")
+    driver.pools.start(ctx, "batch")
     assert ctx.infra.StoppedPools == []
     assert {v.State for v in ctx.infra.VMs} == {VMState.ready} and len(ctx.infra.VMs) == 4
     grp = aws.autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=["vmplane-acme-demo-fixed-batch"])
@@ -229,7 +231,7 @@ def test_schedules_created_updated_paused_removed_and_torn_down(aws_iam, schedul
     # A changed schedule updates the same resources in place; a removed one deletes them (and the role).
     later = variant(scheduled, pools={"web": {"schedule": {**BERLIN, "stop": "20:30"}}})
     ctx.spec = later
-    driver.ensure_schedules(ctx)
+    driver.scheduler.ensure(ctx)
     assert (
         aws.scheduler.get_schedule(Name="demo-fixed-web-stop", GroupName=group)["ScheduleExpression"]
         == "cron(30 20 ? * MON,TUE,WED,THU,FRI *)"
@@ -239,7 +241,7 @@ def test_schedules_created_updated_paused_removed_and_torn_down(aws_iam, schedul
     for p in doc["pools"].values():
         p.pop("schedule")
     ctx.spec = EnvSpec.model_validate(doc)
-    driver.ensure_schedules(ctx)
+    driver.scheduler.ensure(ctx)
     assert aws.autoscaling.describe_scheduled_actions()["ScheduledUpdateGroupActions"] == []
     assert [g["Name"] for g in aws.scheduler.list_schedule_groups()["ScheduleGroups"]] == ["default"]
     assert role not in {r["RoleName"] for r in aws.iam.list_roles()["Roles"]}
@@ -248,32 +250,32 @@ def test_schedules_created_updated_paused_removed_and_torn_down(aws_iam, schedul
     # Teardown finds everything by name and tag, even with the record lost (after a re-tag, which
     # reaches the scheduler's role and schedule group too).
     ctx.spec = scheduled
-    driver.ensure_identity(ctx)
-    driver.ensure_schedules(ctx)
+    create_identity(driver, ctx)
+    driver.scheduler.ensure(ctx)
     ctx.spec = scheduled.model_copy(update={"tags": {"team": "ops"}})
-    driver.update_tags(ctx)
+    driver.inventory.retag(ctx)
     group_arn = aws.scheduler.get_schedule_group(Name=group)["Arn"]
     for tags in (
         aws.scheduler.list_tags_for_resource(ResourceArn=group_arn)["Tags"],
         aws.iam.list_role_tags(RoleName=role)["Tags"],
     ):
         assert {t["Key"]: t["Value"] for t in tags if not t["Key"].startswith("zop:")} == {"team": "ops", "Name": ANY}
-    kinds = {lo.kind for lo in driver.leftovers(ctx)}
+    kinds = {lo.kind for lo in driver.inventory.leftovers(ctx)}
     assert {"scheduled-action", "schedule", "schedule-group"} <= kinds
     lost = make_ctx(scheduled, ctx.infra.model_copy(update={"Cloud": aws_ids(ctx.infra).model_copy()}))
     lost_ids = aws_ids(lost.infra)
     lost_ids.ScheduledActions, lost_ids.Schedules, lost_ids.ScheduleGroupName = {}, {}, None
     lost_ids.SchedulerRoleName = lost_ids.SchedulerRoleArn = None
     for step in (
-        driver.delete_schedules,
-        driver.delete_vms,
-        driver.delete_launch_templates,
-        driver.delete_security_group,
-        driver.delete_identity,
-        driver.delete_network,
+        driver.scheduler.delete,
+        driver.pools.delete_vms,
+        driver.pools.delete_templates,
+        driver.network.delete_firewall,
+        partial(delete_identity, driver),
+        driver.network.delete,
     ):
         step(lost)
-    assert driver.leftovers(lost) == []
+    assert driver.inventory.leftovers(lost) == []
     aws = driver.aws
     assert aws.autoscaling.describe_scheduled_actions()["ScheduledUpdateGroupActions"] == []
     assert aws.scheduler.list_schedules()["Schedules"] == []
@@ -284,7 +286,7 @@ def test_start_sizes_a_stopped_group_up_even_outside_its_hours(aws_iam, schedule
     group the schedule took to 0 there (the clock is pinned: the answer must not depend on when CI runs)."""
     driver = AwsDriver(AwsTarget(region=REGION))
     ctx = _provision(driver, scheduled)
-    driver.stop_pool(ctx, "batch")
+    driver.pools.stop(ctx, "batch")
     pool = scheduled.pools["batch"]
     assert isinstance(pool, AsgPool)
     night = datetime(2026, 12, 2, 22, 0, tzinfo=UTC)  # a Wednesday, 23:00 in Berlin

@@ -107,10 +107,10 @@ def test_the_issues_example_gives_every_launch_its_own_token(aws, spec):
             sent.append(params["ClientToken"])
 
     driver.aws.ec2.meta.events.register("before-parameter-build.ec2.RunInstances", track)
-    for step in (driver.preflight, driver.ensure_network, driver.ensure_launch_templates, driver.ensure_vms):
+    for step in (driver.preflight, driver.network.ensure, driver.pools.ensure_templates, driver.pools.ensure_vms):
         step(ctx)
     ctx = make_ctx(variant(ctx.spec, bootstrap={"mode": "bare"}), ctx.infra, job_id=job)  # a new version
-    driver.ensure_launch_templates(ctx)
+    driver.pools.ensure_templates(ctx)
     rotation.rotate_fixed_vm(driver.aws, ctx, ctx.infra.VMs[0], health_timeout=60)
     assert len(sent) == 3 and len(set(sent)) == 3
     assert all(len(t) <= _documented_limit("ec2", "RunInstances", "ClientToken") for t in sent)
@@ -138,14 +138,14 @@ def test_a_launch_template_deleted_out_of_band_is_made_again_under_a_new_token(a
     driver.aws.ec2.meta.events.register(
         "before-parameter-build.ec2.CreateLaunchTemplate", lambda params, **_: sent.append(params["ClientToken"])
     )
-    for step in (driver.preflight, driver.ensure_network, driver.ensure_launch_templates):
+    for step in (driver.preflight, driver.network.ensure, driver.pools.ensure_templates):
         step(ctx)
     old = ctx.infra.LaunchTemplateID["web"]
     driver.aws.ec2.delete_launch_template(LaunchTemplateId=old)
     repair._forget_template(
         driver.aws, ctx, Drift("aws_launch_template.web", "launch-template", old, DriftChange.missing)
     )
-    driver.ensure_launch_templates(ctx)
+    driver.pools.ensure_templates(ctx)
     assert len(sent) == 2 and sent[0] != sent[1] and ctx.infra.LaunchTemplateID["web"] != old
     assert sent[0] == tokens.launch_template_token(ctx.job_id, "web")  # the first one as vmplane always sent it
 

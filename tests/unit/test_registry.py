@@ -10,6 +10,7 @@ from vmplane.clouds.aws.driver import AwsDriver
 from vmplane.clouds.azure import AzureDriver
 from vmplane.clouds.base import CloudDriver, capability_problems, runtime_script_problem
 from vmplane.clouds.errors import CloudError, ProviderInvalidError, UnsupportedError
+from vmplane.clouds.interfaces.composition import create_identity, delete_identity
 from vmplane.clouds.registry import FACTORIES, driver_for
 from vmplane.envspec.models import Cloud, ExecMode
 from vmplane.pipeline.plan import KNOWN_STEPS
@@ -50,18 +51,28 @@ def test_azure_preflight_is_a_clean_invalid(spec):
     assert not caught.value.retryable
 
 
-@pytest.mark.parametrize("method", ["ensure_network", "ensure_identity", "ensure_launch_templates", "ensure_vms"])
-def test_every_azure_provisioning_call_is_invalid(spec, method):
+PROVISION_CALLS = {
+    "network.ensure": lambda d, c: d.network.ensure(c),
+    "identity": lambda d, c: create_identity(d, c),
+    "pools.ensure_templates": lambda d, c: d.pools.ensure_templates(c),
+    "pools.ensure_vms": lambda d, c: d.pools.ensure_vms(c),
+}
+
+
+@pytest.mark.parametrize("call", sorted(PROVISION_CALLS))
+def test_every_azure_provisioning_call_is_invalid(spec, call):
     with pytest.raises(ProviderInvalidError, match=r"^Invalid"):
-        getattr(AzureDriver(), method)(make_ctx(spec))
+        PROVISION_CALLS[call](AzureDriver(), make_ctx(spec))
 
 
 def test_azure_teardown_has_nothing_to_do(spec):
     driver, ctx = AzureDriver(), make_ctx(spec)
-    for method in ("delete_vms", "delete_launch_templates", "delete_security_group", "delete_identity"):
-        assert getattr(driver, method)(ctx) is None
-    assert driver.delete_network(ctx) is None
-    assert driver.leftovers(ctx) == []
+    assert driver.pools.delete_vms(ctx) is None
+    assert driver.pools.delete_templates(ctx) is None
+    assert driver.network.delete_firewall(ctx) is None
+    assert delete_identity(driver, ctx) is None
+    assert driver.network.delete(ctx) is None
+    assert driver.inventory.leftovers(ctx) == []
 
 
 def test_proxmox_target_gets_the_proxmox_driver_with_endpoint_nodes_and_tls():
@@ -126,10 +137,10 @@ def test_a_driver_without_a_method_cannot_be_built():
 def test_unsupported_operations_raise_a_typed_error_not_attribute_error(spec):
     driver = AzureDriver()
     with pytest.raises(UnsupportedError, match="rotating VMs: not supported by the azure driver"):
-        driver.rotate_pool(make_ctx(spec), "web")
+        driver.pools.rotate(make_ctx(spec), "web")
     with pytest.raises(UnsupportedError, match="interactive sessions"):
-        driver.session_hint("vm-1")
-    assert driver.detach_load_balancer(make_ctx(spec), keep_vms=True) is None  # nothing to remove
+        driver.exec_channel.session_hint("vm-1")
+    assert driver.lb.detach(make_ctx(spec), keep_vms=True) is None  # nothing to remove
 
 
 def test_capabilities_refuse_what_a_driver_cannot_do_naming_the_field(spec):

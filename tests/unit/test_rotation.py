@@ -31,7 +31,7 @@ def _provision(spec, pools=None, **changes):
         spec = EnvSpec.model_validate({**spec_json(spec), "pools": pools})
     ctx = make_ctx(spec)
     aws_ids(ctx.infra).InstanceProfileArn = "arn:aws:iam::123456789012:instance-profile/vmplane-acme-demo-fixed-vm"
-    for step in (driver.preflight, driver.ensure_network, driver.ensure_launch_templates, driver.ensure_vms):
+    for step in (driver.preflight, driver.network.ensure, driver.pools.ensure_templates, driver.pools.ensure_vms):
         step(ctx)
     return driver, ctx
 
@@ -53,8 +53,8 @@ def test_a_user_data_change_makes_a_new_version_and_marks_vms_outdated_without_r
     driver, ctx = _provision(spec)
     before = sorted(i["InstanceId"] for i in _live(driver.aws))
     ctx = _update(ctx, {"bootstrap": {"mode": "bare"}})  # user-data changes
-    driver.ensure_launch_templates(ctx)
-    driver.ensure_vms(ctx)
+    driver.pools.ensure_templates(ctx)
+    driver.pools.ensure_vms(ctx)
     assert ctx.infra.LaunchTemplateVersion["web"] == 2
     assert sorted(i["InstanceId"] for i in _live(driver.aws)) == before  # nothing rotated by itself
     assert [v.Name for v in ctx.infra.outdated_vms()] == ["demo-fixed-web-0", "demo-fixed-web-1"]
@@ -63,7 +63,7 @@ def test_a_user_data_change_makes_a_new_version_and_marks_vms_outdated_without_r
 def test_rotate_replaces_one_at_a_time_never_below_the_pool_size(aws, spec):
     driver, ctx = _provision(spec)
     ctx = _update(ctx, {"bootstrap": {"mode": "bare"}})
-    driver.ensure_launch_templates(ctx)
+    driver.pools.ensure_templates(ctx)
     old = {v.Name: v.ID for v in ctx.infra.VMs}
 
     # Follow every launch and termination as it is sent, counting the pool's live VMs after each.
@@ -81,7 +81,7 @@ def test_rotate_replaces_one_at_a_time_never_below_the_pool_size(aws, spec):
         lowest = min(lowest, live)
 
     driver.aws.ec2.meta.events.register("before-parameter-build.ec2.*", track)
-    notes = driver.rotate_pool(ctx, "web")
+    notes = driver.pools.rotate(ctx, "web")
 
     assert lowest == 2 and live == 2
     assert [e[0] for e in events] == ["launch", "terminate", "launch", "terminate"]
@@ -98,11 +98,11 @@ def test_rotate_replaces_one_at_a_time_never_below_the_pool_size(aws, spec):
 def test_rotate_behind_a_load_balancer_registers_the_new_vm_and_drains_the_old(aws, spec):
     aws.route53.create_hosted_zone(Name="example.test", CallerReference="z")
     driver, ctx = _provision(spec, loadBalancer={"domain": "app.example.test"})
-    for step in (driver.ensure_load_balancer, driver.ensure_target_group, driver.ensure_listener):
+    for step in (driver.lb.ensure_frontend, driver.lb.ensure_backend, driver.lb.ensure_listener):
         step(ctx)
     ctx = _update(ctx, {"pools": {"web": {"diskGb": 30}}})
-    driver.ensure_launch_templates(ctx)
-    driver.rotate_pool(ctx, "web")
+    driver.pools.ensure_templates(ctx)
+    driver.pools.rotate(ctx, "web")
     health = driver.aws.elbv2.describe_target_health(TargetGroupArn=aws_ids(ctx.infra).TargetGroupArn)
     registered = {h["Target"]["Id"]: h["TargetHealth"]["State"] for h in health["TargetHealthDescriptions"]}
     assert registered == {v.ID: "healthy" for v in ctx.infra.VMs}
@@ -111,12 +111,12 @@ def test_rotate_behind_a_load_balancer_registers_the_new_vm_and_drains_the_old(a
 def test_a_rotation_interrupted_after_the_launch_does_not_launch_twice(aws, spec):
     driver, ctx = _provision(spec)
     ctx = _update(ctx, {"bootstrap": {"mode": "bare"}})
-    driver.ensure_launch_templates(ctx)
+    driver.pools.ensure_templates(ctx)
     vm = ctx.infra.VMs[0]
     # The crash: the replacement was launched, then the process died before recording it.
     instances.run_instance(driver.aws, ctx, "web", vm.Name, vm.SubnetID, token_suffix="v2")
     assert len(_live(driver.aws)) == 3
-    driver.rotate_pool(ctx, "web")
+    driver.pools.rotate(ctx, "web")
     assert len(_live(driver.aws)) == 2
     assert all(v.LaunchTemplateVersion == 2 for v in ctx.infra.VMs)
 
@@ -124,7 +124,7 @@ def test_a_rotation_interrupted_after_the_launch_does_not_launch_twice(aws, spec
 def test_nothing_outdated_means_nothing_replaced(aws, spec):
     driver, ctx = _provision(spec)
     ids = sorted(i["InstanceId"] for i in _live(driver.aws))
-    notes = driver.rotate_pool(ctx, "web")
+    notes = driver.pools.rotate(ctx, "web")
     assert notes == ["web: every VM runs template v1"]
     assert sorted(i["InstanceId"] for i in _live(driver.aws)) == ids
 
@@ -133,7 +133,7 @@ def test_an_asg_pool_is_rotated_by_an_instance_refresh_request(aws, spec):
     asg_pool = {"web": {"mode": "asg", "min": 1, "max": 3, "desired": 2}}
     driver, ctx = _provision(spec, pools=asg_pool)
     ctx = _update(ctx, {"bootstrap": {"mode": "bare"}})
-    driver.ensure_launch_templates(ctx)
+    driver.pools.ensure_templates(ctx)
     assert len(ctx.infra.outdated_vms()) == 2
     group = ctx.infra.ScalingGroupID["web"]
     expected = {
@@ -172,8 +172,8 @@ def test_a_pinned_group_launches_from_its_version_and_a_refresh_moves_it_on(aws,
     group = driver.aws.autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[ctx.infra.ScalingGroupID["web"]])
     assert group["AutoScalingGroups"][0]["LaunchTemplate"]["Version"] == "1"
     ctx = _update(ctx, {"bootstrap": {"mode": "bare"}})
-    driver.ensure_launch_templates(ctx)
-    driver.ensure_vms(ctx)
+    driver.pools.ensure_templates(ctx)
+    driver.pools.ensure_vms(ctx)
     group = driver.aws.autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[ctx.infra.ScalingGroupID["web"]])
     assert group["AutoScalingGroups"][0]["LaunchTemplate"]["Version"] == "1"  # not moved by the update
     request = asg.instance_refresh_request(ctx, "web")

@@ -14,7 +14,6 @@ from typing import Any, ClassVar
 
 from vmplane.clouds.capabilities import Capabilities, TagRules, capability_problems, runtime_script_problem
 from vmplane.clouds.context import API_CALLS, MANAGED_BY, Context, Tagger, count_call
-from vmplane.clouds.driver_compat import StepMethods
 from vmplane.clouds.errors import (
     ConflictError,
     DeadlineExceededError,
@@ -23,6 +22,7 @@ from vmplane.clouds.errors import (
     QuotaError,
     UnsupportedError,
 )
+from vmplane.clouds.interfaces import Parts
 from vmplane.clouds.records import (
     Action,
     CommandResult,
@@ -78,7 +78,7 @@ def bootstrap_timed_out(
     )
 
 
-class CloudDriver(StepMethods, abc.ABC):
+class CloudDriver(Parts, abc.ABC):
     """One driver per cloud: the composition of its parts (`clouds.interfaces.Parts`), set by its
     `__init__`. A part the cloud lacks is None (`identity`, `lb`, `scheduler`), and `capabilities`
     (readable without the SDK, for `vmplane validate`) says the same.

@@ -103,6 +103,8 @@ def _take_foreign(
         kept = dict(section)
         for owner in (o for o in others if o in section):
             value = kept.pop(owner)
+            if value is None:  # a dump that keeps unset fields writes `"gcp": null`: nothing given
+                continue
             from_old = [m for m in moved if m.new[:-1] == (*path, owner)]
             for m in from_old:
                 given = value.get(m.new[-1]) if isinstance(value, dict) else None
@@ -127,10 +129,12 @@ def _move(data: dict[str, Any]) -> tuple[dict[str, Any], tuple[MovedSetting, ...
         for spec in SPECS.values():
             for m in (m for m in spec.moved if m.section == kind):
                 old = m.key if m.key in out else snake(m.key) if snake(m.key) in out else None
-                own = out.get(spec.name, {})
+                own = out.get(spec.name) or {}  # `null` (a dump keeping unset fields) is none given
                 if old is None or not isinstance(own, dict):
                     continue
                 value, new = out.pop(old), (*path, spec.name, m.key)
+                if value is None:  # an old record dumped with its unset fields (`"template": null`)
+                    continue
                 if has(own, m.key) and own.get(m.key, own.get(snake(m.key))) != value:
                     twice.append(spec_error((*path, m.key), value, f"also given at {'.'.join(new)}: keep that one"))
                     continue

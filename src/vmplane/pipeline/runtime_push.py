@@ -112,7 +112,9 @@ def push_runtime(driver: CloudDriver, ctx: Context, *, sandbox: bool, force: boo
         raise RuntimePushError(problem)
     script = _script(driver, ctx.spec, want)
     try:
-        sent = driver.run_command([str(v.ID) for v in stale], [script], PUSH_TIMEOUT, comment="vmplane runtime push")
+        sent = driver.exec_channel.run(
+            [str(v.ID) for v in stale], [script], PUSH_TIMEOUT, comment="vmplane runtime push"
+        )
     except VmplaneError as err:
         if not want.env_refs:
             raise

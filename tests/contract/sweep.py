@@ -1,5 +1,6 @@
-"""What the crash sweeps (AWS and GCP) share: turning a clean run's per-step API-call tally into the
-kill points to test, and pytest parameters with the emulator gaps marked."""
+"""The crash sweep's mechanics (tests/contract/suite.py runs them for every cloud): turning a clean run's
+per-step API-call tally into the kill points to test, pytest parameters with the emulator gaps marked, and
+one case (an apply killed, resumed and compared, then its destroy killed and resumed)."""
 
 from __future__ import annotations
 
@@ -59,11 +60,15 @@ def assert_cases(applied: dict[str, Any], destroyed: dict[str, Any], case: Calla
 
 @dataclass(frozen=True)
 class Reference:
-    """A clean run's apply job, the cloud's normalised snapshot after it, and its destroy job."""
+    """A clean run's apply job, the cloud's normalised snapshot after it, its destroy job, and the job of the
+    apply run again on the converged environment with the writes the emulator saw it make (None: not run, or
+    an emulator that keeps no request log)."""
 
     applied: dict[str, Any]
     snapshot: dict[str, Any]
     destroyed: dict[str, Any]
+    rerun: dict[str, Any] | None = None
+    rerun_writes: list[str] | None = None
 
 
 def differences(got: Any, want: Any, where: str = "") -> list[str]:
