@@ -29,6 +29,7 @@ class ToyCloud:
     def __init__(self, path: str) -> None:
         self.given = path
         self.path = Path(path)
+        self.writes_log = writes_log(self.path)
         self._lock = threading.Lock()  # a step's parts may call side by side
         self.transport = Transport(
             "toy",
@@ -71,7 +72,7 @@ class ToyCloud:
             state["resources"][row["id"]] = row
             return row
 
-        return self.transport.call(f"toy.Create{kind.title()}", lambda: self._change(write))
+        return self.transport.call(f"toy.Create{kind.title()}", lambda: self._change(f"create {kind}", write))
 
     def update(
         self, rid: str, *, attrs: Mapping[str, Any] | None = None, tags: Mapping[str, str] | None = None
@@ -84,13 +85,15 @@ class ToyCloud:
             if tags is not None:
                 row["tags"] = dict(tags)
 
-        self.transport.call("toy.Update", lambda: self._change(write))
+        self.transport.call("toy.Update", lambda: self._change("update", write))
 
     def delete(self, rid: str) -> bool:
         """False when it was already gone (a delete of what is gone is done)."""
-        return self.transport.call(
-            "toy.Delete", lambda: self._change(lambda s: s["resources"].pop(rid, None) is not None)
-        )
+
+        def write(state: dict[str, Any]) -> bool:
+            return state["resources"].pop(rid, None) is not None
+
+        return self.transport.call("toy.Delete", lambda: self._change("delete", write))
 
     # ---- the file ----
     def _load(self) -> dict[str, Any]:
@@ -103,7 +106,7 @@ class ToyCloud:
         state: dict[str, Any] = json.loads(text)
         return state
 
-    def _change(self, fn: Callable[[dict[str, Any]], T]) -> T:
+    def _change(self, what: str, fn: Callable[[dict[str, Any]], T]) -> T:
         state = self._load()  # refuses a missing path before the lock file is made
         with self._locked():
             state = self._load()
@@ -114,6 +117,8 @@ class ToyCloud:
                 f.flush()
                 os.fsync(f.fileno())
             tmp.replace(self.path)  # atomic: a reader (or a kill) sees the old file or the new one
+            with self.writes_log.open("a") as log:  # the emulator's request log (the contract's re-run check)
+                log.write(f"{what}\n")
             return out
 
     @contextmanager
@@ -126,6 +131,11 @@ class ToyCloud:
                 yield
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def writes_log(path: Path) -> Path:
+    """Every write made to the cloud at `path`, one line each, in order."""
+    return path.with_name(f"{path.name}.writes")
 
 
 def _translate(err: Exception, name: str) -> CloudError:

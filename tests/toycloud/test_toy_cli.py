@@ -13,16 +13,16 @@ from tests.helpers import Cli
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def toy_file(tmp_path: Path, state: Path, size: int = 2) -> Path:
+def toy_file(tmp_path: Path, state: Path, size: int = 2, name: str = "toy-env") -> Path:
     spec = {
-        "name": "toy-env",
+        "name": name,
         "org": "acme",
         "provider": {"cloud": "toy", "region": "toy-1", "stateFile": str(state)},
         "network": {"cidr": "10.40.0.0/16", "ingressPorts": [80]},
         "pools": {"web": {"mode": "fixed", "size": size}},
         "bootstrap": {"mode": "bare"},
     }
-    path = tmp_path / "toy.jsonc"
+    path = tmp_path / f"{name}.jsonc"
     path.write_text(json.dumps(spec))
     return path
 
