@@ -1,7 +1,8 @@
 """The one list of clouds: each cloud's descriptor (clouds/<cloud>/descriptor.py), and what the rest of
 vmplane asks of a cloud through it. Descriptors import nothing heavy, so this module is on the CLI's
 start-up path; drivers are imported only when built (boto3 alone costs ~0.3 s, the Google clients about
-as much). `register` adds a cloud from outside this list (a plugin, the tests' toy cloud)."""
+as much). `register` adds a cloud from outside this list (a plugin, the tests' toy cloud); the configured
+plugins (`clouds/plugins.py`) are loaded by the first look-up."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from vmplane.clouds.aws.descriptor import DESCRIPTOR as AWS
 from vmplane.clouds.azure_descriptor import DESCRIPTOR as AZURE
 from vmplane.clouds.descriptor import Descriptor
 from vmplane.clouds.gcp.descriptor import DESCRIPTOR as GCP
+from vmplane.clouds.plugins import load_plugins
 from vmplane.clouds.proxmox.descriptor import DESCRIPTOR as PROXMOX
 from vmplane.envspec.base import Cloud
 
@@ -32,11 +34,19 @@ def register(descriptor: Descriptor) -> None:
     driver_for.cache_clear()
 
 
+def unregister(name: str) -> None:
+    """Remove a cloud `register` added (tests put the list back as they found it)."""
+    _DESCRIPTORS.pop(name, None)
+    driver_for.cache_clear()
+
+
 def descriptors() -> list[Descriptor]:
+    load_plugins(strict=False)  # listed while the CLI imports: a failed plugin is raised by the look-ups
     return list(_DESCRIPTORS.values())
 
 
 def descriptor_for(cloud: Cloud | str) -> Descriptor:
+    load_plugins()
     name = cloud.value if isinstance(cloud, Cloud) else cloud
     found = _DESCRIPTORS.get(name)
     if found is None:
@@ -51,13 +61,14 @@ class _Factories(Mapping[Cloud, "Callable[[Target], CloudDriver]"]):
     """Each cloud's driver factory, read through the descriptors (so a registered cloud is in it too)."""
 
     def __getitem__(self, cloud: Cloud) -> Callable[[Target], CloudDriver]:
+        load_plugins()
         return _DESCRIPTORS[cloud.value].driver
 
     def __iter__(self) -> Iterator[Cloud]:
-        return (d.cloud for d in _DESCRIPTORS.values())
+        return iter([d.cloud for d in descriptors()])
 
     def __len__(self) -> int:
-        return len(_DESCRIPTORS)
+        return len(descriptors())
 
 
 FACTORIES = _Factories()

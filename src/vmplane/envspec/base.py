@@ -23,10 +23,38 @@ class SpecModel(BaseModel):
 
 
 class Cloud(StrEnum):
+    """The shipped clouds are members; a plugin's cloud becomes a value of the enum through `extend`, so
+    every `Cloud`-typed field (the job's `Target`, a descriptor) holds it, while iterating the enum still
+    lists the shipped ones only."""
+
     aws = "aws"
     gcp = "gcp"
     azure = "azure"
     proxmox = "proxmox"
+
+    @classmethod
+    def extend(cls, name: str) -> Cloud:
+        """The value for a cloud outside this list (a plugin's), made once: `Cloud(name)` finds it after."""
+        known = cls._value2member_map_.get(name)
+        if isinstance(known, Cloud):
+            return known
+        if not DNS_LABEL_RE.match(name):
+            raise ValueError(f"a cloud's name must be a DNS label, not {name!r}")
+        member = str.__new__(cls, name)
+        member._name_, member._value_ = name, name
+        cls._value2member_map_[name] = member
+        return member
+
+    @classmethod
+    def _missing_(cls, value: object) -> Cloud | None:
+        # A job recorded on a plugin's cloud names it before anything else looked a cloud up: load the
+        # plugins (which `extend` the enum), then look again. Imported by name because envspec sits below
+        # vmplane.clouds (the layers contract); the loader imports only the configured plugins.
+        import importlib
+
+        importlib.import_module("vmplane.clouds.plugins").load_plugins()
+        found = cls._value2member_map_.get(value) if isinstance(value, str) else None
+        return found if isinstance(found, Cloud) else None
 
 
 class ExecMode(StrEnum):
