@@ -113,9 +113,7 @@ class FakeDriver:
     def exec_channel(self) -> FakeDriver:
         return self  # the driver's exec part: `run`
 
-    def run(
-        self, ids: list[str], commands: list[str], timeout: float, comment: str = ""
-    ) -> list[CommandResult]:
+    def run(self, ids: list[str], commands: list[str], timeout: float, comment: str = "") -> list[CommandResult]:
         self.sent.append((ids, commands))
         return [
             CommandResult(
