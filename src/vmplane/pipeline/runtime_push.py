@@ -138,7 +138,7 @@ def push_runtime(driver: CloudDriver, ctx: Context, *, sandbox: bool, force: boo
         which = descriptor_for(driver.cloud).sandbox_exec_note
         ctx.log(
             f"sandbox: the emulator records the push command but runs nothing{which}, so no VM fetched its "
-            f"{len(want.fetched)} secrets here; the tests run the recorded script locally"
+            f"{len(want.fetched)} secrets here (the script that would fetch them is in the recorded command)"
             if want.fetched
             else "sandbox: the emulator records the push command but does not run it"
         )
