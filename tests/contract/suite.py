@@ -173,10 +173,11 @@ class DriverContract:
         if a.RESUME_REPAIR_WITH_RESUME:
             operation = env.cli.json("resume", env.name)["config"]["operation"]
             assert (operation["kind"], operation["status"]) == ("repair", "succeeded"), operation.get("error")
-        else:  # the same apply again resumes the repair
-            # (its JSON shows the operation as the resumed run found it, `running`: the job's status is the check)
+        else:  # the same apply again resumes the repair (it once ran provisioning, leaving the repair `running`)
             resumed = env.cli.json(*env.apply_args(a.flags))
+            operation = resumed["config"]["operation"]
             assert resumed["status"] == "succeeded", resumed["error"]
+            assert (operation["kind"], operation["status"]) == ("repair", "succeeded"), operation.get("error")
         left = env.drift(0)
         assert left == [], f"repair killed after {repair_op} left drift: {left}"
         a.check_repaired(scenario, env)

@@ -94,6 +94,8 @@ def apply(
     confirm(con, "Apply this plan?", yes)
     job_id = operations.create_or_update_job(settings, spec, where, ap)
     con.print(f"\njob [bold]{job_id}[/]")
+    if ap.decision is Decision.resume and ap.job is not None and operations.resume_phase(ap.job) is Phase.operation:
+        finish_operation(cmd, run_job(cmd, job_id, Phase.operation))  # an operation a crash left unfinished
     finish(cmd, run_job(cmd, job_id, Phase.provision), "succeeded")
 
 

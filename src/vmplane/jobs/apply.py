@@ -126,6 +126,19 @@ def plan_apply(
         return _classified_update(spec, target, job, report)
     if job.target != target:
         raise JobConflictError(f"job {job.id} runs on {job.target.describe()}, not {target.describe()}")
+    if (unfinished := job.operation) is not None and resume_phase(job) is Phase.operation:
+        # An operation killed before it ended (its job `running`, the operation too): continue it. Running
+        # provisioning instead found every step done and left the operation `running` for good.
+        if not same:
+            raise JobConflictError(
+                f"the {unfinished.kind} operation on {job.env} did not finish; `vmplane resume {job.id}` continues it, "
+                "then apply the changed file"
+            )
+        left = [s.name for s in unfinished.steps if s.status != jobs.StepStatus.succeeded]
+        fresh.notes.insert(
+            0, f"continues the {unfinished.kind} operation of job {job.id} at {left[0] if left else 'its end'}"
+        )
+        return ApplyPlan(Decision.resume, fresh, job)
     remaining = [s.name for s in job.steps if s.status != jobs.StepStatus.succeeded]
     fresh.notes.insert(0, f"continues job {job.id} ({job.status}) at {remaining[0] if remaining else 'its end'}")
     if job.status is JobStatus.failed and not same:
